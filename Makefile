@@ -1,0 +1,25 @@
+# Two entry points for a fresh machine: `make demo` (the main job) and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[train,dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/bash scripts/demo.sh 2>/dev/null || bash scripts/demo.sh
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2
+
+bench: $(STAMP)
+	for f in benchmarks/bench_*.py; do $(BIN)/python $$f; done
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,44 @@
+"""The ``harnessctl`` command line: a thin layer over the library.
+
+Each command group lives in its own module with a ``register(app)`` function; this file only
+composes them. Heavy libraries (litellm, torch, transformers) are imported inside commands.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="harnessctl",
+    help="Manage, evaluate and train LLM agents whose harness evolves every week.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Command modules, in the order their commands appear in --help.
+COMMAND_MODULES = (
+    "harnessctl.cli.harness_cmds",  # init, validate, show, log, tag, diff
+    "harnessctl.cli.run_cmds",  # run, serve, model init
+    "harnessctl.cli.augment_cmds",  # augment
+    "harnessctl.cli.eval_cmds",  # eval, compare, report, judge
+)
+
+for _name in COMMAND_MODULES:
+    try:
+        _mod = importlib.import_module(_name)
+    except ModuleNotFoundError as _e:  # a room not built yet
+        if _e.name != _name:
+            raise
+        continue
+    _mod.register(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""A case: one viewer message in its live-stream context, with what a correct answer needs.
+
+Everything a case expects is stated by stable *key* (skill key, tool key, backend), never by
+surface name, so the same case scores correctly under any harness variant.
+
+>>> c = Case(id="price-0001", intent="price", query="how much is this one?",
+...          context=CaseContext(product_id="P001"),
+...          expect=Expectation(skill="price_promo",
+...                             calls=[ExpectedCall(tool="product_details", args={"product_id": "P001"})],
+...                             facts=["$19.90"]))
+>>> Case.from_dict(c.to_dict()) == c
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+CASE_SCHEMA_VERSION = 1
+
+
+@dataclass
+class ExpectedCall:
+    """A tool call a correct answer makes. ``args`` maps a parameter to its acceptable value,
+    or to a list of acceptable values; parameters not named are free."""
+
+    tool: str  # tool key
+    args: dict[str, Any] = field(default_factory=dict)
+    required: bool = True  # False: allowed, not needed (never counted as redundant)
+
+
+@dataclass
+class Expectation:
+    skill: str | None = None  # skill key the answer should load (None: none needed)
+    calls: list[ExpectedCall] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)  # strings a correct reply contains (numbers, names, codes)
+    any_facts: list[list[str]] = field(default_factory=list)  # each group: at least one must appear
+    forbidden: list[str] = field(default_factory=list)  # claims a reply must never make
+    handoff: bool = False  # a hand-off to a human is required
+
+
+@dataclass
+class CaseContext:
+    product_id: str | None = None  # the product on screen
+    viewer: dict[str, Any] = field(default_factory=dict)  # handle, region, ...
+    history: list[dict[str, str]] = field(default_factory=list)  # earlier chat turns (role, content)
+
+
+@dataclass
+class Case:
+    id: str
+    intent: str
+    query: str
+    context: CaseContext = field(default_factory=CaseContext)
+    expect: Expectation = field(default_factory=Expectation)
+    suite: str = "livestream"
+    seed: int = 0
+    #: Fault injection plan: tool key -> list of fault kinds, one per attempt
+    #: ("error" | "timeout" | "malformed" | "empty" | "ok").
+    faults: dict[str, list[str]] = field(default_factory=dict)
+    #: Which harness the case runs under: None = the shipped harness, else a variant id.
+    variant: str | None = None
+    tags: list[str] = field(default_factory=list)
+    schema_version: int = CASE_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Case":
+        d = dict(d)
+        ctx = d.get("context") or {}
+        d["context"] = ctx if isinstance(ctx, CaseContext) else CaseContext(**ctx)
+        exp = d.get("expect") or {}
+        if not isinstance(exp, Expectation):
+            exp = dict(exp)
+            exp["calls"] = [c if isinstance(c, ExpectedCall) else ExpectedCall(**c) for c in exp.get("calls", [])]
+            exp = Expectation(**exp)
+        d["expect"] = exp
+        return cls(**d)
