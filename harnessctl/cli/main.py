@@ -20,7 +20,8 @@ app = typer.Typer(
 
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = (
-    "harnessctl.cli.harness_cmds",  # init, validate, show, log, tag, diff
+    "harnessctl.cli.validate_cmds",  # init, validate
+    "harnessctl.cli.version_cmds",  # show, log, tag, diff
     "harnessctl.cli.run_cmds",  # run, serve, model init
     "harnessctl.cli.augment_cmds",  # augment
     "harnessctl.cli.eval_cmds",  # eval, compare, report, judge
