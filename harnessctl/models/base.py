@@ -8,7 +8,7 @@ ever sees this seam, so a trainer can drive the same agent loop with its own gen
 ...     name = "echo"
 ...     def generate(self, messages, tools, settings):
 ...         return ModelResponse(content=messages[-1]["content"])
-...     def for_episode(self, case):
+...     def for_episode(self, case, harness):
 ...         return self
 """
 
@@ -39,8 +39,8 @@ class ModelError(Exception):
 
 @runtime_checkable
 class ModelBackend(Protocol):
-    """What the runtime calls. ``for_episode`` lets a backend bind to the case it answers
-    (only the oracle uses it; every other backend returns ``self``)."""
+    """What the runtime calls. ``for_episode`` lets a backend bind to the case it answers and
+    the harness it answers under (only the oracle uses them; every other backend returns ``self``)."""
 
     name: str
 
@@ -48,7 +48,7 @@ class ModelBackend(Protocol):
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
     ) -> ModelResponse: ...
 
-    def for_episode(self, case: Any) -> "ModelBackend": ...
+    def for_episode(self, case: Any, harness: Any) -> "ModelBackend": ...
 
 
 async def agenerate(
