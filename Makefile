@@ -8,12 +8,11 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[train,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/bash scripts/demo.sh 2>/dev/null || bash scripts/demo.sh
+	bash scripts/demo.sh
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
