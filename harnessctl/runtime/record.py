@@ -84,6 +84,8 @@ class ModelStep:
     think_tokens: int = 0
     n_tool_calls: int = 0
     error: str | None = None
+    #: Malformed tool-call text in this turn (the scorer counts them against tool rationality).
+    parse_errors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -109,6 +111,12 @@ class EpisodeRecord:
     constraints: dict[str, float] = field(default_factory=dict)
     #: Model turns' token ids, for trainers (None when the backend does not know them).
     turn_token_ids: list[dict[str, Any]] | None = None
+    #: Phrases the harness's reply guards ban (scored under compliance).
+    banned_phrases: list[str] = field(default_factory=list)
+    #: The retry hook in force: ``{"max_attempts": 2, "on": ["tool_error", ...]}``.
+    retry: dict[str, Any] = field(default_factory=dict)
+    #: Skill key -> the tool keys it lists, for every skill of the harness in force.
+    skill_tools: dict[str, list[str]] = field(default_factory=dict)
     schema_version: int = RECORD_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

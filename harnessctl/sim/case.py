@@ -28,6 +28,8 @@ class ExpectedCall:
     tool: str  # tool key
     args: dict[str, Any] = field(default_factory=dict)
     required: bool = True  # False: allowed, not needed (never counted as redundant)
+    #: Dependency level: a round-2 call needs a round-1 result first (search, then details).
+    round: int = 1
 
 
 @dataclass
@@ -38,6 +40,10 @@ class Expectation:
     any_facts: list[list[str]] = field(default_factory=list)  # each group: at least one must appear
     forbidden: list[str] = field(default_factory=list)  # claims a reply must never make
     handoff: bool = False  # a hand-off to a human is required
+    #: Fact -> the tool key whose result it comes from, ``"<tool key>@<product id>"`` where
+    #: several calls of one tool give different facts (facts from the viewer's message have
+    #: none). Lets the scorer excuse a fact whose call failed however often the hook retried.
+    fact_sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,6 +51,9 @@ class CaseContext:
     product_id: str | None = None  # the product on screen
     viewer: dict[str, Any] = field(default_factory=dict)  # handle, region, ...
     history: list[dict[str, str]] = field(default_factory=list)  # earlier chat turns (role, content)
+    product_name: str | None = None  # name of the product on screen, as the overlay shows it
+    #: Other products featured earlier in the show, id -> name (what "the other one" refers to).
+    lineup: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -56,12 +65,16 @@ class Case:
     expect: Expectation = field(default_factory=Expectation)
     suite: str = "livestream"
     seed: int = 0
-    #: Fault injection plan: tool key -> list of fault kinds, one per attempt
-    #: ("error" | "timeout" | "malformed" | "empty" | "ok").
+    #: Fault injection plan: tool key -> list of fault kinds, one per call of that tool in the
+    #: episode, retries included ("error" | "timeout" | "malformed" | "empty" | "ok");
+    #: calls past the end of the list succeed.
     faults: dict[str, list[str]] = field(default_factory=dict)
     #: Which harness the case runs under: None = the shipped harness, else a variant id.
     variant: str | None = None
     tags: list[str] = field(default_factory=list)
+    #: What the viewer's words pin down, read off the query (target product, region, order
+    #: number, variant, height...). The oracle plans from these; scoring never reads them.
+    slots: dict[str, Any] = field(default_factory=dict)
     schema_version: int = CASE_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
