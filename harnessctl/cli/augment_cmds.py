@@ -1,0 +1,189 @@
+"""``harnessctl augment``: harness variants (HSA), a preview of one, or a trajectory dataset.
+
+Three modes of one command, each one library call:
+
+- ``augment --n 50 --out DIR`` writes variant folders + manifests (:func:`write_variants`);
+- ``augment --preview`` shows one variant as a semantic diff against its source;
+- ``augment --trajectories N --out DIR`` writes a TRL-ready dataset under variants
+  (:func:`build_trajectories`); ``--fixed-harness`` writes the canonical-only baseline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from .common import HarnessOpt, JsonOpt, resolve_harness_path
+from .output import CLIError, cli_errors, err, out, print_json
+
+
+def register(app: typer.Typer) -> None:
+    app.command("augment")(augment)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    from harnessctl.models.base import ModelError
+
+    with cli_errors():
+        try:
+            yield
+        except (ValueError, ModelError) as e:
+            raise CLIError(str(e)) from None
+
+
+@contextlib.contextmanager
+def _progress(label: str, enabled: bool) -> Iterator[Any]:
+    """A rich progress bar on stderr, shown from the first update on; yields ``update(done, total)``."""
+    if not enabled:
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = (TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+    progress = Progress(*columns, console=err, transient=False)
+    task = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:  # started late: a run refused before any work shows no empty bar
+            progress.start()
+            task = progress.add_task(label, total=total)
+        progress.update(task, completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if task is not None:
+            progress.stop()
+
+
+def augment(
+    n: Annotated[int, typer.Option("--n", help="Variants to write (with --trajectories: the size of the variant pool).")] = 50,
+    ops: Annotated[Optional[str], typer.Option("--ops", help="Operator families or operators, comma-separated: skills, skill_content, tools, prompt, hooks. Default: all.")] = None,
+    strength: Annotated[float, typer.Option("--strength", min=0.0, max=1.0, help="How much each operator changes, 0..1.")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the variant set (and of the dataset's cases and pairs).")] = 0,
+    split: Annotated[str, typer.Option("--split", help="Surface vocabulary: train, or heldout for evaluation variants.")] = "train",
+    out_dir: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder. Default: out/variants/<harness>-<split>-s<seed>, or out/datasets/<harness>-<hsa|fixed>-s<seed> with --trajectories.")] = None,
+    preview: Annotated[bool, typer.Option("--preview", help="Show one variant as a semantic diff against its source; write nothing.")] = False,
+    index: Annotated[int, typer.Option("--index", min=0, help="With --preview: which variant of the set to show.")] = 0,
+    trajectories: Annotated[Optional[int], typer.Option("--trajectories", min=0, help="Write a dataset of N trajectories (one case each) under the variants.")] = None,
+    teacher: Annotated[Optional[str], typer.Option("--teacher", help="Model that answers instead of the oracle (litellm string or local:<path>); its trajectories are kept only if the scorer passes them.")] = None,
+    api_base: Annotated[Optional[str], typer.Option("--api-base", help="Endpoint of a served teacher or paraphraser model, e.g. http://127.0.0.1:8000/v1.")] = None,
+    canonical_share: Annotated[float, typer.Option("--canonical-share", min=0.0, max=1.0, help="Share of training trajectories under the canonical harness.")] = 0.3,
+    fixed_harness: Annotated[bool, typer.Option("--fixed-harness", help="Write the baseline dataset: the same cases, canonical harness only.")] = False,
+    val_share: Annotated[float, typer.Option("--val-share", min=0.0, max=0.9, help="Share of cases (and of variants) held out for validation.jsonl.")] = 0.1,
+    faults: Annotated[float, typer.Option("--faults", min=0.0, max=1.0, help="Share of dataset cases with a tool fault plan (retries in the data).")] = 0.2,
+    min_score: Annotated[Optional[float], typer.Option("--min-score", min=0.0, max=1.0, help="Keep a trajectory at or above this score (default: 0.99 for the oracle, the scorer's pass mark for a teacher).")] = None,
+    paraphraser: Annotated[str, typer.Option("--paraphraser", help="lexicon (offline, default) or litellm:<model> (cached on disk; API keys from the environment).")] = "lexicon",
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: the usable CPUs).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace what --out holds from other settings instead of refusing.")] = False,
+    harness: HarnessOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Harness State Augmentation: variants that change what the model sees, never the task.
+
+    Rerunning into the same --out with the same settings resumes (finished variants and
+    trajectories are skipped); other settings are refused unless --force.
+    """
+    from harnessctl.augment import TrajectorySpec, VariantSpec, build_trajectories, preview_variant, write_variants
+    from harnessctl.augment.paraphrase import make_paraphraser
+    from harnessctl.harness.loader import load_harness
+
+    with _errors():
+        root = resolve_harness_path(harness)
+        source = load_harness(root)
+        op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
+        if paraphraser.startswith("litellm:"):
+            para = make_paraphraser(paraphraser, cache_dir=str(Path(".harnessctl") / "cache" / "paraphrase"), api_base=api_base)
+        else:
+            para = make_paraphraser(paraphraser)
+        show_progress = not as_json or err.is_terminal
+        if preview:
+            spec = VariantSpec(seed=seed, ops=op_list, strength=strength, split=split, paraphraser=paraphraser)
+            result = preview_variant(source, spec, index, paraphraser=para)
+        elif trajectories is not None:
+            if split != "train":
+                raise CLIError("trajectories are training data and use the training vocabulary: drop --split (held-out variants are for evaluation)")
+            tspec = TrajectorySpec(
+                n=trajectories, seed=seed, variants=n, ops=op_list, strength=strength, paraphraser=paraphraser,
+                canonical_share=canonical_share, val_share=val_share, fixed_harness=fixed_harness, faults=faults,
+                teacher=teacher, min_score=min_score,
+            )
+            kind = "fixed" if fixed_harness else "hsa"
+            target = out_dir or Path("out") / "datasets" / f"{source.name}-{kind}-s{seed}"
+            with _progress("trajectories", show_progress) as update:
+                result = build_trajectories(
+                    source, target, tspec, force=force, paraphraser=para, jobs=jobs, api_base=api_base,
+                    on_progress=lambda done, total, _s: update(done, total),
+                )
+        else:
+            spec = VariantSpec(seed=seed, ops=op_list, strength=strength, split=split, paraphraser=paraphraser)
+            target = out_dir or Path("out") / "variants" / f"{source.name}-{split}-s{seed}"
+            with _progress("variants", show_progress) as update:
+                result = write_variants(
+                    source, target, spec, n, force=force, paraphraser=para, jobs=jobs,
+                    on_progress=lambda done, total, _vid: update(done, total),
+                )
+    if as_json:
+        print_json(result.to_dict())
+    elif preview:
+        _print_preview(result)
+    elif trajectories is not None:
+        _print_dataset(result)
+    else:
+        _print_written(result)
+
+
+def _print_written(result: Any) -> None:
+    total = len(result.written) + len(result.skipped)
+    out.print(f"[green]✓[/] {total} variants in {escape(result.out)} ({len(result.written)} written, {len(result.skipped)} already there)")
+    floors = ", ".join(f"{k} ≥ {v:g}" for k, v in sorted(result.floors.items()))
+    if floors:
+        out.print(f"  constraint floors (oracle-feasible): {escape(floors)}")
+    out.print(f"  index: {escape(result.index)}; check one with [bold]harnessctl validate {escape(result.out)}/<variant>[/]")
+
+
+def _print_dataset(s: Any) -> None:
+    out.print(f"[green]✓[/] dataset in {escape(s.out)}: {s.train} train, {s.validation} validation ({s.source})")
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    table.add_column("pairs", justify="right")
+    table.add_column("kept", justify="right")
+    table.add_column("rejected", justify="right")
+    table.add_column("duplicates", justify="right")
+    table.add_column("acceptance", justify="right")
+    table.add_column("canonical (train)", justify="right")
+    table.add_column("variants train/val", justify="right")
+    share = f"{s.canonical_train / s.train:.0%}" if s.train else "-"
+    table.add_row(
+        str(s.pairs), str(s.kept), str(s.rejected), str(s.duplicates), f"{s.acceptance_rate:.1%}",
+        f"{s.canonical_train} ({share})", f"{s.train_variants}/{s.validation_variants}",
+    )
+    out.print(table)
+    if s.rejections:
+        out.print("  rejected: " + escape(", ".join(f"{k} × {v}" for k, v in sorted(s.rejections.items()))))
+
+
+def _print_preview(p: Any) -> None:
+    manifest = p.variant.manifest
+    ops = [f"{op.operator} ({len(op.changes)})" for op in manifest.operators if op.changes]
+    out.print(f"[bold]{escape(p.variant.id)}[/] (seed {manifest.seed}, strength {manifest.strength:g}, split {manifest.split})")
+    out.print("  operators: " + escape(", ".join(ops) if ops else "no change"))
+    try:
+        from harnessctl.cli.version_cmds import _print_diff  # the versions room's renderer
+    except ImportError:
+        _print_diff = None
+    if _print_diff is not None:
+        _print_diff(p.diff)
+        return
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    for col in ("element", "change", "from", "to"):
+        table.add_column(col)
+    for c in p.diff.changes:
+        table.add_row(escape(c.path), c.kind, escape(str(c.from_))[:60], escape(str(c.to))[:60])
+    out.print(table)

@@ -1,0 +1,110 @@
+"""`harnessctl augment` end to end, through the real CLI on temporary folders."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harnessctl.cli.main import app
+
+runner = CliRunner()
+
+
+def _run(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def _tree_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def written(livecommerce_path, tmp_path_factory):
+    out = tmp_path_factory.mktemp("variants") / "a"
+    result = _run("augment", "--n", 3, "--seed", 5, "--strength", 0.7, "--out", out, "-H", livecommerce_path, "--json")
+    assert result.exit_code == 0, result.output
+    return out, json.loads(result.stdout)
+
+
+def test_augment_writes_valid_variant_folders_with_manifests_and_an_index(written, livecommerce_path):
+    out, report = written
+    assert report["written"] == ["train-s5-0000", "train-s5-0001", "train-s5-0002"]
+    index = json.loads((out / "index.json").read_text())
+    assert [v["id"] for v in index["variants"]] == report["written"]
+    assert index["source"]["name"] == "livecommerce" and index["source"]["version"] == "v3"
+    for vid in report["written"]:
+        assert _run("validate", out / vid).exit_code == 0
+        manifest = json.loads((out / vid / "manifest.json").read_text())
+        assert manifest["variant_id"] == vid and manifest["split"] == "train"
+        assert {op["family"] for op in manifest["operators"]} == {"skills", "skill_content", "tools", "prompt", "hooks"}
+        surface = manifest["surface"]
+        for name, element in surface["keys_by_name"].items():
+            kind, _, key = element.partition(":")
+            assert kind == "skill_loader" or surface[kind + "s"][key] == name
+
+
+def test_the_same_seed_writes_the_same_bytes(written, livecommerce_path, tmp_path):
+    out, _ = written
+    again = tmp_path / "b"
+    result = _run("augment", "--n", 3, "--seed", 5, "--strength", 0.7, "--out", again, "-H", livecommerce_path, "--jobs", 1)
+    assert result.exit_code == 0, result.output
+    assert _tree_hash(again) == _tree_hash(out)
+
+
+def test_rerunning_resumes_and_other_settings_are_refused_unless_forced(written, livecommerce_path, tmp_path):
+    import shutil
+
+    out = tmp_path / "a"
+    shutil.copytree(written[0], out)
+    shutil.rmtree(out / "train-s5-0001")  # as if the run had been stopped there
+    result = _run("augment", "--n", 3, "--seed", 5, "--strength", 0.7, "--out", out, "-H", livecommerce_path, "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["written"] == ["train-s5-0001"]
+    assert _tree_hash(out) == _tree_hash(written[0])
+
+    refused = _run("augment", "--n", 3, "--seed", 6, "--out", out, "-H", livecommerce_path)
+    assert refused.exit_code == 2
+    assert "another spec" in refused.stderr and "--force" in refused.stderr and "Traceback" not in refused.output
+    forced = _run("augment", "--n", 2, "--seed", 6, "--out", out, "-H", livecommerce_path, "--force", "--json")
+    assert forced.exit_code == 0
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["train-s6-0000", "train-s6-0001"]
+
+
+def test_bad_input_is_a_clear_message_and_exit_code_2(livecommerce_path, tmp_path):
+    bad_ops = _run("augment", "--n", 1, "--ops", "tools,promt", "--out", tmp_path / "x", "-H", livecommerce_path)
+    assert bad_ops.exit_code == 2 and "unknown operator or family 'promt'" in bad_ops.stderr
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    busy = _run("augment", "--n", 1, "--out", tmp_path / "busy", "-H", livecommerce_path)
+    assert busy.exit_code == 2 and "not empty" in busy.stderr
+    split = _run("augment", "--trajectories", 5, "--split", "heldout", "--out", tmp_path / "d", "-H", livecommerce_path)
+    assert split.exit_code == 2 and "training vocabulary" in split.stderr
+
+
+def test_preview_shows_one_variant_as_a_semantic_diff(livecommerce_path):
+    shown = _run("augment", "--preview", "--seed", 1, "--strength", 1.0, "-H", livecommerce_path)
+    assert shown.exit_code == 0, shown.output
+    assert "train-s1-0000" in shown.stdout and "renamed" in shown.stdout
+    as_json = json.loads(_run("augment", "--preview", "--seed", 1, "--strength", 1.0, "--ops", "tools", "-H", livecommerce_path, "--json").stdout)
+    kinds = {(c["element"], c["kind"]) for c in as_json["diff"]["changes"]}
+    assert ("tool", "renamed") in kinds and not any(e == "skill" for e, _ in kinds)
+    assert as_json["manifest"]["ops"] == ["rewrite_tool_descriptions", "rename_tools"]
+
+
+def test_trajectories_and_the_fixed_harness_baseline_from_the_cli(livecommerce_path, tmp_path):
+    hsa = _run("augment", "--trajectories", 40, "--n", 5, "--seed", 2, "--out", tmp_path / "hsa", "-H", livecommerce_path, "--json")
+    assert hsa.exit_code == 0, hsa.output
+    report = json.loads(hsa.stdout)
+    assert report["train"] + report["validation"] == 40 and report["acceptance_rate"] == 1.0
+    fixed = _run("augment", "--trajectories", 40, "--fixed-harness", "--seed", 2, "--out", tmp_path / "fixed", "-H", livecommerce_path)
+    assert fixed.exit_code == 0 and "40" in fixed.stdout
+    for name in ("train.jsonl", "validation.jsonl", "pairs.jsonl", "summary.json", "dataset.json"):
+        assert (tmp_path / "hsa" / name).is_file()
