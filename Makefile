@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -e ".[train,dev]"
+	$(BIN)/pip install -q -e ".[train,eval,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)

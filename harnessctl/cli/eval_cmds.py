@@ -1,0 +1,412 @@
+"""``harnessctl eval | compare | report | judge``: run suites, compare runs, report, calibrate the judge.
+
+Each command parses its options, calls one library function of :mod:`harnessctl.eval` and
+prints a rich view or ``--json`` (one JSON object on stdout; progress and messages on stderr).
+``compare`` exits 1 when run B regresses beyond the threshold, for CI gates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+from rich import box
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from .common import HarnessOpt, JsonOpt, resolve_harness_path
+from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, out, print_json
+
+RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds run folders.")]
+EvalsDirOpt = Annotated[Path, typer.Option("--evals-dir", help="Folder that holds the suite files.")]
+ApiBaseOpt = Annotated[Optional[str], typer.Option("--api-base", help="Endpoint of a served model, e.g. http://127.0.0.1:8000/v1.")]
+
+eval_app = typer.Typer(
+    help="Run evaluation suites against a model (see also: eval build-suites).",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+judge_app = typer.Typer(help="The agent-as-judge: calibrate it against human labels, label episodes.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(eval_app, name="eval")
+    app.command("compare")(compare)
+    app.command("report")(report)
+    app.add_typer(judge_app, name="judge")
+
+
+@contextlib.contextmanager
+def _library_errors() -> Iterator[None]:
+    """Known library errors become a clear message and exit code 2 (inside ``cli_errors``)."""
+    from harnessctl.eval.labels import LabelError
+    from harnessctl.eval.store import RunError
+    from harnessctl.eval.suites import SuiteError
+    from harnessctl.models.base import ModelError
+
+    with cli_errors():
+        try:
+            yield
+        except (SuiteError, RunError, LabelError, ModelError) as e:
+            raise CLIError(str(e)) from None
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+
+
+@contextlib.contextmanager
+def _progress(label: str, enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar on stderr with one task per key; yields ``update(key, done, total)``."""
+    if not enabled:
+        yield lambda *a: None
+        return
+    columns = (
+        TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("eta"), TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as progress:
+        tasks: dict[str, Any] = {}
+
+        def update(key: str, done: int, total: int) -> None:
+            if key not in tasks:
+                tasks[key] = progress.add_task(key or label, total=total)
+            progress.update(tasks[key], completed=done, total=total)
+
+        yield update
+
+
+# -- eval -----------------------------------------------------------------------------------------
+
+
+@eval_app.callback()
+def eval_cmd(
+    ctx: typer.Context,
+    suite: Annotated[str, typer.Option("--suite", "-s", help="livestream, variant, robustness, ifeval, all, or a comma list.")] = "livestream",
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="oracle, local:<path> or a litellm model string. Default: $HARNESSCTL_MODEL, the trained default, else oracle.")] = None,
+    api_base: ApiBaseOpt = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Cases in flight at once (default 8; on --resume, the run's own).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Run an evenly spread sample of N cases per suite.")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", help="Run each case K times (reports pass^k).")] = 1,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Finish the run with this id (or folder): only missing cases run.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model-call cache.")] = False,
+    latency_budget: Annotated[str, typer.Option("--latency-budget", help="Reply latency budget, e.g. 15s or 800ms.")] = "15s",
+    case_timeout: Annotated[str, typer.Option("--case-timeout", help="Give up on one case after this long.")] = "120s",
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature (use > 0 with --repeat).")] = 0.0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most tokens per model turn.")] = 256,
+    run_id: Annotated[Optional[str], typer.Option("--run-id", help="Name the run folder (default: time-suite-model).")] = None,
+    harness: HarnessOpt = None,
+    runs_dir: RunsDirOpt = Path("runs"),
+    evals_dir: EvalsDirOpt = Path("evals"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Run suites against a model: scores 0-100 per suite, breakdowns, latency percentiles.
+
+    Results are appended to runs/<id>/records.jsonl as each case ends; a run stopped for any
+    reason finishes with --resume <id>.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
+    from harnessctl.eval.stats import parse_duration
+
+    with _library_errors():
+        if resume:
+            with _progress("eval", enabled=not as_json or err.is_terminal) as update:
+                outcome = resume_eval(resume, runs_dir=runs_dir, jobs=jobs, progress=update)
+        else:
+            from harnessctl.models.registry import default_model_spec
+
+            config = EvalConfig(
+                suites=[s.strip() for s in suite.split(",") if s.strip()],
+                model=model or default_model_spec(),
+                api_base=api_base,
+                jobs=jobs or 8,
+                limit=limit,
+                repeat=repeat,
+                cache=not no_cache,
+                latency_budget_s=parse_duration(latency_budget),
+                case_timeout_s=parse_duration(case_timeout),
+                temperature=temperature,
+                max_tokens=max_tokens,
+                harness_path=str(resolve_harness_path(harness)),
+                evals_dir=str(evals_dir),
+                runs_dir=str(runs_dir),
+            )
+            if config.model == "oracle" and config.suites == ["ifeval"]:
+                raise CLIError("the oracle has no answers for IFEval prompts: pass --model (a served or local model)")
+            with _progress("eval", enabled=not as_json or err.is_terminal) as update:
+                outcome = run_eval(
+                    config, progress=update, run_id=run_id,
+                    on_start=lambda store: err.print(f"run [bold]{store.run_id}[/] in {store.root} (stopped? finish it with --resume {store.run_id})"),
+                )
+    summary = outcome.summary
+    if as_json:
+        print_json(_json_summary(summary, outcome.store.root))
+        return
+    _print_summary(summary, outcome.store.root, outcome.skipped)
+
+
+def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
+    suites = {}
+    for name, s in summary["suites"].items():
+        lat = s["latency"]
+        entry = {
+            "score": s["score"], "n": s["n"], "n_results": s["n_results"], "pass_rate": s["pass_rate"], "errors": s["errors"],
+            "latency": {k: lat.get(k) for k in ("p50", "p95", "p99", "mean", "over_budget", "budget_s")},
+            "components": s["components"],
+        }
+        for extra in ("ifeval", "pass_hat_k"):
+            if extra in s:
+                entry[extra] = s[extra]
+        suites[name] = entry
+    return {
+        "run_id": summary.get("run_id"), "run_dir": str(root), "model": summary.get("model"), "complete": summary.get("complete"),
+        "overall": summary.get("overall"), "suites": suites, "skipped": summary.get("skipped", {}),
+    }
+
+
+def _fmt_s(x: Any) -> str:
+    return "—" if x is None else f"{x:.2f}s"
+
+
+def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str]) -> None:
+    t = Table(title=f"run {summary.get('run_id')} · {summary.get('model')}", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("suite", "score", "n", "pass%", "P50", "P95", "P99", ">budget", "errors"):
+        t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
+    for name, s in summary["suites"].items():
+        lat = s["latency"]
+        over = lat.get("over_budget")
+        style = "green" if s["score"] >= 90 else "yellow" if s["score"] >= 50 else "red"
+        t.add_row(
+            name, f"[{style}]{s['score']:.1f}[/]", str(s["n"]), f"{s['pass_rate']:.1f}", _fmt_s(lat.get("p50")),
+            _fmt_s(lat.get("p95")), _fmt_s(lat.get("p99")), "—" if over is None else f"{100 * over:.1f}%", str(s["errors"]),
+        )
+    out.print(t)
+    for name, s in summary["suites"].items():
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in s["components"].items())
+        out.print(f"[bold]{name}[/] components: {parts}")
+        if "ifeval" in s:
+            i = s["ifeval"]
+            out.print(
+                f"  IFEval prompt-level strict {i['prompt_strict']:.1f} · loose {i['prompt_loose']:.1f} · "
+                f"instruction-level strict {i['instruction_strict']:.1f} · loose {i['instruction_loose']:.1f}"
+            )
+        if "pass_hat_k" in s:
+            out.print("  " + ", ".join(f"pass^{k} {v:.1f}" for k, v in s["pass_hat_k"].items()))
+    for name, why in skipped.items():
+        err.print(f"[yellow]skipped {name}:[/] {why}")
+    if not summary.get("complete"):
+        err.print(f"[yellow]incomplete run:[/] finish it with `harnessctl eval --resume {summary.get('run_id')}`")
+    out.print(f"[dim]records, manifest and summary in {root}; HTML with `harnessctl report {summary.get('run_id')}`[/]")
+
+
+@eval_app.command("build-suites")
+def build_suites_cmd(
+    suite: Annotated[str, typer.Option("--suite", "-s", help="Suites to rebuild: all or a comma list.")] = "all",
+    harness: HarnessOpt = None,
+    evals_dir: EvalsDirOpt = Path("evals"),
+    ifeval_prompts: Annotated[Optional[Path], typer.Option("--ifeval-prompts", help="Official IFEval prompts instead of generated ones: a local input_data.jsonl, or google/IFEval to fetch them with `datasets` (online only).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rebuild the suite files in evals/ deterministically (same code and seeds, same bytes)."""
+    from harnessctl.eval.build import build_all
+
+    names = None if suite == "all" else [s.strip() for s in suite.split(",") if s.strip()]
+    with _library_errors():
+        with _progress("build", enabled=not as_json or err.is_terminal) as update:
+            index = build_all(
+                evals_dir, harness_path=resolve_harness_path(harness), suites=names, ifeval_prompts=ifeval_prompts, progress=update
+            )
+    if as_json:
+        print_json(index)
+        return
+    t = Table(title=f"suites in {evals_dir}", title_justify="left")
+    for col in ("suite", "cases", "version", "sha256"):
+        t.add_column(col)
+    for name, info in index["suites"].items():
+        t.add_row(name, str(info["n"]), str(info["version"]), info["sha256"][:12])
+    out.print(t)
+
+
+# -- compare and report ---------------------------------------------------------------------------
+
+
+def compare(
+    run_a: Annotated[str, typer.Argument(help="The baseline run (id or folder).")],
+    run_b: Annotated[str, typer.Argument(help="The candidate run (id or folder).")],
+    threshold: Annotated[float, typer.Option("--threshold", help="A drop of more than this many points in a suite is a regression (exit 1).")] = 1.0,
+    runs_dir: RunsDirOpt = Path("runs"),
+    show_flips: Annotated[int, typer.Option("--show-flips", help="Flipped cases listed per suite.")] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare two runs: per-suite deltas with 95% bootstrap intervals and the cases that flipped.
+    Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A."""
+    from harnessctl.eval.compare import compare_results
+    from harnessctl.eval.store import RunStore
+
+    with _library_errors():
+        a, b = RunStore.open(run_a, runs_dir), RunStore.open(run_b, runs_dir)
+        cmp = compare_results(a.results(), b.results(), threshold=threshold, run_a=a.run_id, run_b=b.run_id)
+    if as_json:
+        print_json(cmp.to_dict())
+    else:
+        t = Table(title=f"{cmp.run_b} vs {cmp.run_a} (threshold {threshold:g} points)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("suite", "n", "A", "B", "Δ", "95% CI", "p→f", "f→p"):
+            t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
+        for s in cmp.suites.values():
+            d = s.delta
+            if not s.n_paired:
+                t.add_row(s.suite, "0", "—", "—", "—", "—", "—", "—")
+                continue
+            color = "red" if s.regression else "green" if d.value > 0 else "white"
+            t.add_row(
+                f"[bold red]{s.suite} ✗[/]" if s.regression else s.suite, str(s.n_paired), f"{s.score_a:.1f}", f"{s.score_b:.1f}",
+                f"[{color}]{d.value:+.2f}[/]", f"[{d.low:+.1f}, {d.high:+.1f}]", str(len(s.pass_to_fail)), str(len(s.fail_to_pass)),
+            )
+        out.print(t)
+        for s in cmp.suites.values():
+            if s.pass_to_fail:
+                out.print(f"[red]{s.suite} pass→fail:[/] " + ", ".join(s.pass_to_fail[:show_flips]) + (" …" if len(s.pass_to_fail) > show_flips else ""))
+            if s.fail_to_pass:
+                out.print(f"[green]{s.suite} fail→pass:[/] " + ", ".join(s.fail_to_pass[:show_flips]) + (" …" if len(s.fail_to_pass) > show_flips else ""))
+            if s.only_a or s.only_b:
+                out.print(f"[dim]{s.suite}: {s.only_a} cases only in A, {s.only_b} only in B (not compared)[/]")
+    if cmp.regression:
+        if not as_json:
+            names = ", ".join(s.suite for s in cmp.suites.values() if s.regression)
+            err.print(f"[bold red]regression[/] in {names}: more than {threshold:g} points below {cmp.run_a}")
+        raise typer.Exit(EXIT_DIFFERENT)
+
+
+def report(
+    run: Annotated[str, typer.Argument(help="The run (id or folder).")],
+    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: runs/<id>/report.html).")] = None,
+    runs_dir: RunsDirOpt = Path("runs"),
+    max_details: Annotated[int, typer.Option("--max-details", help="Cases per suite with a full drill-down (failures first).")] = 200,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a self-contained HTML report of a run (plots inline, no network) — or print the
+    summary as JSON with --json."""
+    from harnessctl.eval.report import render_report
+    from harnessctl.eval.store import REPORT, RunStore
+    from harnessctl.eval.summary import summarize
+
+    with _library_errors():
+        store = RunStore.open(run, runs_dir)
+        results = store.results()
+        manifest = store.manifest
+        budget = (manifest.get("config") or {}).get("latency_budget_s")
+        summary = summarize(results, manifest, latency_budget_s=budget)
+        if as_json:
+            print_json(summary)
+            return
+        target = out_file or (store.root / REPORT)
+        html = render_report(results, manifest, summary=summary, max_details=max_details)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    out.print(f"report written to [bold]{target}[/] ({len(html) // 1024} KiB, {len(results)} cases)")
+
+
+# -- judge ----------------------------------------------------------------------------------------
+
+
+@judge_app.command("calibrate")
+def judge_calibrate(
+    labels: Annotated[Path, typer.Option("--labels", help="Labels file (JSONL), e.g. evals/labels.jsonl.")] = Path("evals/labels.jsonl"),
+    judge: Annotated[Optional[str], typer.Option("--judge", help="Judge model: a litellm model string (default: $HARNESSCTL_JUDGE).")] = None,
+    api_base: ApiBaseOpt = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Judge calls in flight at once.")] = 4,
+    pairwise: Annotated[bool, typer.Option("--pairwise/--no-pairwise", help="Also measure position-swap consistency on pairs of the same case.")] = True,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Use the first N labels only.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure the judge against human labels: agreement, Cohen's kappa, TPR/TNR and
+    position-swap consistency, each with a 95% bootstrap interval."""
+    from harnessctl.eval.calibrate import calibrate
+    from harnessctl.eval.judge import Judge
+    from harnessctl.eval.labels import read_labels
+    from harnessctl.models.registry import resolve_model
+
+    spec = judge or os.environ.get("HARNESSCTL_JUDGE")
+    with _library_errors():
+        if not spec:
+            raise CLIError("no judge model: pass --judge MODEL (a litellm string, e.g. openai/gpt-4o-mini) or set HARNESSCTL_JUDGE")
+        if spec == "oracle" or spec.startswith("local:"):
+            raise CLIError(f"--judge {spec}: a judge must be a served model that can read and reason (a litellm model string)")
+        rows = read_labels(labels)
+        if limit is not None:
+            rows = rows[:limit]
+        j = Judge(resolve_model(spec, api_base=api_base))
+        with _progress("judge", enabled=not as_json or err.is_terminal) as update:
+            rep = calibrate(rows, j, pairwise=pairwise, jobs=jobs, progress=lambda d, t: update("judge", d, t))
+    if as_json:
+        print_json(rep.to_dict())
+        return
+    t = Table(title=f"judge {rep.judge} vs {labels} ({rep.n} episodes: {rep.n_pass_labels} pass, {rep.n_fail_labels} fail)", title_justify="left")
+    for col in ("metric", "value", "95% CI"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+
+    def row(name: str, iv: Any) -> None:
+        if iv is not None:
+            t.add_row(name, f"{iv.value:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]")
+
+    row("agreement", rep.agreement)
+    row("Cohen's κ", rep.kappa)
+    row("TPR (pass labels passed)", rep.tpr)
+    row("TNR (fail labels failed)", rep.tnr)
+    row(f"swap consistency ({rep.n_pairs} pairs)", rep.swap_consistency)
+    row("pairwise accuracy", rep.pairwise_accuracy)
+    for k, iv in rep.criteria_agreement.items():
+        row(f"criterion {k}", iv)
+    out.print(t)
+    if rep.judge_errors:
+        err.print(f"[yellow]{rep.judge_errors} judge answers held no verdict (counted as fail)[/]")
+    for d in rep.disagreements[:10]:
+        out.print(f"[dim]{d['id']}: label {d['label']}, judge {d['judge']} — {d['judge_reason'][:100]}[/]")
+
+
+@judge_app.command("label")
+def judge_label(
+    run: Annotated[str, typer.Argument(help="The run whose episodes to label (id or folder).")],
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="Labels file to append to.")] = Path("evals/labels.jsonl"),
+    runs_dir: RunsDirOpt = Path("runs"),
+    labeler: Annotated[str, typer.Option("--labeler", help="Your name or handle, stored with each label.")] = "",
+    criteria: Annotated[bool, typer.Option("--criteria/--no-criteria", help="Also ask each rubric criterion.")] = False,
+) -> None:
+    """Label a run's episodes in the terminal (pass/fail + reason). Every answer is saved at once;
+    run the command again to continue where you stopped."""
+    from rich.prompt import Confirm, Prompt
+
+    from harnessctl.eval.judge import RUBRIC, render_episode
+    from harnessctl.eval.labels import append_label, label_from_result, pending
+    from harnessctl.eval.store import RunStore
+
+    with _library_errors():
+        store = RunStore.open(run, runs_dir)
+        todo = pending(store.run_id, store.results(), out_file)
+    if not todo:
+        out.print(f"nothing left to label in {store.run_id} (labels in {out_file})")
+        return
+    who = labeler or os.environ.get("USER", "")
+    out.print(f"{len(todo)} episodes to label → {out_file}. Answer p (pass), f (fail), s (skip) or q (quit).")
+    out.print("Rubric:\n" + "\n".join(f"  {c.key}: {c.question}" for c in RUBRIC))
+    done = 0
+    with cli_errors():
+        for i, r in enumerate(todo, 1):
+            out.print(Panel(render_episode(r.record or {}), title=f"[{i}/{len(todo)}] {r.suite} · {r.case_id} · {r.intent}", expand=False))
+            choice = Prompt.ask("verdict", choices=["p", "f", "s", "q"], console=out)
+            if choice == "q":
+                break
+            if choice == "s":
+                continue
+            crit: dict[str, bool] = {}
+            if criteria:
+                for c in RUBRIC:
+                    crit[c.key] = Confirm.ask(f"  {c.key}?", default=choice == "p", console=out)
+            reason = Prompt.ask("reason", default="", console=out)
+            append_label(out_file, label_from_result(store.run_id, r, "pass" if choice == "p" else "fail", reason, criteria=crit, labeler=who))
+            done += 1
+    out.print(f"{done} labels written to {out_file}")

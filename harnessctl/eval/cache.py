@@ -1,0 +1,218 @@
+"""A persistent cache of model calls, and the retrying, caching wrapper the eval runner puts
+around any model backend.
+
+The key is everything that decides the answer: the model string, the endpoint, the messages,
+the tool specs and the generation settings (the timeout excluded: it changes when an answer
+comes, not what it says). Only successful responses are stored — an error is never cached, so
+a flaky endpoint is asked again next time. Storage is one SQLite file (WAL mode, safe for
+several threads and processes).
+
+>>> cache = CallCache(":memory:")
+>>> key = call_key("openai/m", None, [{"role": "user", "content": "hi"}], [], GenerationSettings())
+>>> cache.get(key) is None
+True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.runtime.record import ModelResponse, ToolCall
+
+CACHE_SCHEMA = 1
+
+
+def call_key(
+    model: str, api_base: str | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+) -> str:
+    """The cache key of one model call (a SHA-256 hex digest)."""
+    s = asdict(settings)
+    s.pop("timeout_s", None)
+    payload = {"v": CACHE_SCHEMA, "model": model, "api_base": api_base or "", "messages": messages, "tools": tools, "settings": s}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def response_to_json(r: ModelResponse) -> str:
+    return json.dumps(asdict(r), ensure_ascii=False, separators=(",", ":"))
+
+
+def response_from_json(text: str) -> ModelResponse:
+    d = json.loads(text)
+    d["tool_calls"] = [ToolCall(**c) for c in d.get("tool_calls", [])]
+    return ModelResponse(**d)
+
+
+class CallCache:
+    """Model responses by :func:`call_key`, in one SQLite file.
+
+    >>> c = CallCache(":memory:"); c.put("k", ModelResponse(content="hello")); c.get("k").content
+    'hello'
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL, created REAL NOT NULL)")
+        self._db.commit()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> ModelResponse | None:
+        with self._lock:
+            row = self._db.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return response_from_json(row[0])
+
+    def put(self, key: str, response: ModelResponse) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO calls (key, response, created) VALUES (?, ?, ?)",
+                (key, response_to_json(response), time.time()),
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+#: Exception type names that mean "the transport failed, asking again may work".
+_TRANSPORT_ERRORS = (
+    "APIConnectionError", "Timeout", "TimeoutError", "ConnectionError", "ConnectError", "ReadTimeout",
+    "ServiceUnavailableError", "InternalServerError", "RateLimitError", "APIError", "ConnectionResetError",
+)
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """True for errors worth a retry (connection, timeout, 5xx, rate limit), looking through
+    ``ModelError`` to its cause."""
+    seen = 0
+    e: BaseException | None = exc
+    while e is not None and seen < 5:
+        if isinstance(e, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
+            return True
+        if type(e).__name__ in _TRANSPORT_ERRORS:
+            return True
+        text = str(e).lower()
+        if any(s in text for s in ("connection", "timed out", "timeout", " 500", " 502", " 503", " 504", "status 5", "rate limit")):
+            return True
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return False
+
+
+class EvalBackend:
+    """Wraps a model backend for evaluation: cache lookups, retries on transport errors with
+    exponential backoff, and a count of cache hits per episode.
+
+    The oracle (or any backend with ``cacheable = False``) skips the cache: it is cheaper to
+    run than to look up.
+
+    >>> class Echo:
+    ...     name = "echo"
+    ...     def generate(self, messages, tools, settings): return ModelResponse(content="hi")
+    ...     def for_episode(self, case, harness): return self
+    >>> b = EvalBackend(Echo(), cache=CallCache(":memory:"))
+    >>> b.generate([{"role": "user", "content": "x"}], [], GenerationSettings()).content
+    'hi'
+    >>> b.generate([{"role": "user", "content": "x"}], [], GenerationSettings()).content, b.cache_hits
+    ('hi', 1)
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        cache: CallCache | None = None,
+        api_base: str | None = None,
+        retries: int = 2,
+        backoff_s: float = 0.5,
+    ):
+        self.inner = inner
+        self.name = getattr(inner, "name", type(inner).__name__)
+        self.cache = cache if getattr(inner, "cacheable", self.name != "oracle") else None
+        self.api_base = api_base
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.calls = 0
+        self.cache_hits = 0
+
+    def for_episode(self, case: Any, harness: Any) -> "EvalBackend":
+        bound = self.inner.for_episode(case, harness) if hasattr(self.inner, "for_episode") else self.inner
+        return EvalBackend(bound, cache=self.cache, api_base=self.api_base, retries=self.retries, backoff_s=self.backoff_s)
+
+    def __getattr__(self, item: str) -> Any:
+        # Anything else the runtime asks of a backend (e.g. a tokenizer) comes from the inner one.
+        if item == "inner":
+            raise AttributeError(item)
+        return getattr(self.inner, item)
+
+    def _key(self, messages, tools, settings) -> str | None:
+        return call_key(self.name, self.api_base, messages, tools, settings) if self.cache is not None else None
+
+    def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+        self.calls += 1
+        key = self._key(messages, tools, settings)
+        if key is not None and (hit := self.cache.get(key)) is not None:
+            self.cache_hits += 1
+            return hit
+        attempt = 0
+        while True:
+            try:
+                response = self.inner.generate(messages, tools, settings)
+                break
+            except Exception as e:  # noqa: BLE001 - retried or re-raised below
+                if attempt >= self.retries or not is_transport_error(e):
+                    raise
+                time.sleep(self.backoff_s * (2**attempt))
+                attempt += 1
+        if key is not None:
+            self.cache.put(key, response)
+        return response
+
+    async def agenerate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+        from harnessctl.models.base import agenerate
+
+        self.calls += 1
+        key = self._key(messages, tools, settings)
+        if key is not None and (hit := self.cache.get(key)) is not None:
+            self.cache_hits += 1
+            return hit
+        attempt = 0
+        while True:
+            try:
+                response = await agenerate(self.inner, messages, tools, settings)
+                break
+            except Exception as e:  # noqa: BLE001 - retried or re-raised below
+                if attempt >= self.retries or not is_transport_error(e):
+                    raise
+                await asyncio.sleep(self.backoff_s * (2**attempt))
+                attempt += 1
+        if key is not None:
+            self.cache.put(key, response)
+        return response
+
+
+__all__ = ["CallCache", "EvalBackend", "ModelError", "call_key", "is_transport_error"]

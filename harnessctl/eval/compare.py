@@ -1,0 +1,101 @@
+"""Compare two runs: per-suite score deltas with bootstrap intervals, cases that flipped, and a
+regression verdict a CI gate can act on.
+
+Cases are paired by (suite, case id, repeat); the delta and its interval are computed on the
+paired cases only, so two runs over different ``--limit`` values still compare like with like.
+
+>>> from harnessctl.eval.results import CaseResult
+>>> a = [CaseResult("livestream", f"c{i}", score=1.0, passed=True) for i in range(10)]
+>>> b = [CaseResult("livestream", f"c{i}", score=1.0 if i else 0.0, passed=bool(i)) for i in range(10)]
+>>> cmp = compare_results(a, b, threshold=5.0)
+>>> cmp.suites["livestream"].delta.value, cmp.suites["livestream"].pass_to_fail, cmp.regression
+(-10.0, ['c0'], True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .results import CaseResult
+from .stats import Interval, bootstrap
+
+
+@dataclass
+class SuiteDelta:
+    suite: str
+    n_paired: int
+    score_a: float  # 0-100 on the paired cases
+    score_b: float
+    delta: Interval  # b - a, points
+    pass_to_fail: list[str] = field(default_factory=list)
+    fail_to_pass: list[str] = field(default_factory=list)
+    only_a: int = 0
+    only_b: int = 0
+    regression: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["delta"] = self.delta.to_dict()
+        return d
+
+
+@dataclass
+class Comparison:
+    run_a: str
+    run_b: str
+    threshold: float
+    suites: dict[str, SuiteDelta]
+
+    @property
+    def regression(self) -> bool:
+        return any(s.regression for s in self.suites.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_a": self.run_a, "run_b": self.run_b, "threshold": self.threshold, "regression": self.regression,
+            "suites": {k: v.to_dict() for k, v in self.suites.items()},
+        }
+
+
+def _label(r: CaseResult) -> str:
+    return r.case_id if r.repeat == 0 else f"{r.case_id}#{r.repeat}"
+
+
+def compare_results(
+    a: Sequence[CaseResult],
+    b: Sequence[CaseResult],
+    *,
+    threshold: float = 1.0,
+    run_a: str = "A",
+    run_b: str = "B",
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Comparison:
+    """Run B against run A. A suite regresses when B's score is more than ``threshold`` points
+    below A's on the paired cases (the bootstrap interval is reported beside it)."""
+    index_a = {r.key: r for r in a}
+    index_b = {r.key: r for r in b}
+    suites = sorted({k[0] for k in index_a} | {k[0] for k in index_b})
+    out: dict[str, SuiteDelta] = {}
+    for s in suites:
+        keys_a = {k for k in index_a if k[0] == s}
+        keys_b = {k for k in index_b if k[0] == s}
+        paired = sorted(keys_a & keys_b)
+        diffs = [100.0 * (index_b[k].score - index_a[k].score) for k in paired]
+        delta = bootstrap(diffs, lambda xs: sum(xs) / len(xs), n_resamples=n_resamples, seed=seed) if diffs else Interval(0.0, 0.0, 0.0)
+        score_a = 100.0 * sum(index_a[k].score for k in paired) / len(paired) if paired else 0.0
+        score_b = 100.0 * sum(index_b[k].score for k in paired) / len(paired) if paired else 0.0
+        out[s] = SuiteDelta(
+            suite=s,
+            n_paired=len(paired),
+            score_a=round(score_a, 2),
+            score_b=round(score_b, 2),
+            delta=Interval(round(delta.value, 3), round(delta.low, 3), round(delta.high, 3), delta.level),
+            pass_to_fail=[_label(index_b[k]) for k in paired if index_a[k].passed and not index_b[k].passed],
+            fail_to_pass=[_label(index_b[k]) for k in paired if not index_a[k].passed and index_b[k].passed],
+            only_a=len(keys_a - keys_b),
+            only_b=len(keys_b - keys_a),
+            regression=bool(paired) and delta.value < -threshold,
+        )
+    return Comparison(run_a=run_a, run_b=run_b, threshold=threshold, suites=out)

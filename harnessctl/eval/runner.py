@@ -1,0 +1,480 @@
+"""Run suites against a model: concurrent, cached, retried, timed, resumable.
+
+The runner is the one place with concurrency, checkpoints and retries; an episode itself is the
+runtime's pure ``arun_episode`` (harness, case, model -> record) and its score is the
+simulator's ``score_episode`` (record, case -> breakdown).
+
+- **Concurrency**: ``jobs`` cases at a time on one asyncio loop (a semaphore), so a served model
+  sees ``jobs`` requests in flight; in-process backends run in worker threads.
+- **Cache**: model calls keyed by model, endpoint, messages, tools and settings, in
+  ``.cache/harnessctl/model_calls.sqlite`` (errors never cached; ``cache=False`` turns it off).
+- **Retries** on transport errors with backoff; a **per-case timeout** turns a stuck case into a
+  recorded ``timeout`` result instead of a stuck run.
+- **Checkpoints**: each result is appended to ``records.jsonl`` and flushed as the case ends;
+  :func:`resume_eval` runs exactly the cases (and repeats) not on disk yet.
+
+>>> cfg = EvalConfig(suites=["livestream"], model="oracle", limit=20)   # doctest: +SKIP
+>>> outcome = run_eval(cfg)                                              # doctest: +SKIP
+>>> outcome.summary["suites"]["livestream"]["score"]                     # doctest: +SKIP
+100.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+import platform
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.runtime.record import EpisodeRecord, ModelStep, Termination
+
+from .cache import CallCache, EvalBackend
+from .ifeval import IFEvalCase, score_response
+from .results import PASS_THRESHOLD, CaseResult
+from .store import RunError, RunStore
+from .suites import AGENT_SUITES, SUITES, SuiteItem, load_suite, sample, suite_info
+from .summary import summarize
+
+DEFAULT_CACHE = Path(".cache") / "harnessctl" / "model_calls.sqlite"
+#: Packages whose versions a manifest records.
+_PACKAGES = ("harnessctl", "litellm", "transformers", "torch", "trl", "if-verifiable", "nltk", "rich", "typer")
+
+Progress = Callable[[str, int, int], None]  # (suite, done, total)
+
+
+@dataclass
+class EvalConfig:
+    """Everything that decides what a run does (recorded in its manifest, minus secrets)."""
+
+    suites: list[str] = field(default_factory=lambda: ["livestream"])
+    model: str = "oracle"
+    api_base: str | None = None
+    jobs: int = 8
+    limit: int | None = None  # per suite, an evenly spread deterministic sample
+    repeat: int = 1
+    cache: bool = True
+    cache_path: str = str(DEFAULT_CACHE)
+    latency_budget_s: float = 15.0
+    case_timeout_s: float = 120.0
+    retries: int = 2
+    harness_path: str = "harnesses/livecommerce"
+    evals_dir: str = "evals"
+    runs_dir: str = "runs"
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int = 0  # generation seed; repeat r uses seed + r
+
+    def __post_init__(self) -> None:
+        if isinstance(self.suites, str):
+            self.suites = [self.suites]
+        if "all" in self.suites:
+            self.suites = list(SUITES)
+        for s in self.suites:
+            if s not in SUITES:
+                raise ValueError(f"unknown suite {s!r}: choose livestream, variant, robustness, ifeval or all")
+        if self.jobs < 1:
+            raise ValueError(f"-j/--jobs must be at least 1, got {self.jobs}")
+        if self.repeat < 1:
+            raise ValueError(f"--repeat must be at least 1, got {self.repeat}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be at least 1, got {self.limit}")
+        if self.case_timeout_s <= 0:
+            raise ValueError("the per-case timeout must be positive")
+
+    def settings(self, repeat: int) -> GenerationSettings:
+        return GenerationSettings(
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed + repeat, timeout_s=self.case_timeout_s
+        )
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EvalConfig":
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class EvalOutcome:
+    store: RunStore
+    summary: dict[str, Any]
+    ran: int  # results produced by this call
+    skipped: dict[str, str] = field(default_factory=dict)  # suite -> why it was not run
+
+
+# -- planning -------------------------------------------------------------------------------------
+
+
+def skipped_suites(config: EvalConfig) -> dict[str, str]:
+    """Suites a model cannot take: the oracle knows live-commerce cases, not general instructions."""
+    if config.model == "oracle" and "ifeval" in config.suites:
+        return {"ifeval": "the oracle is the simulator's reference policy; it has no answers for general instructions"}
+    return {}
+
+
+def plan(config: EvalConfig) -> dict[str, list[SuiteItem]]:
+    """The items each suite will run (after ``--limit``), in order."""
+    skip = skipped_suites(config)
+    return {s: sample(load_suite(s, config.evals_dir), config.limit) for s in config.suites if s not in skip}
+
+
+# -- harnesses ------------------------------------------------------------------------------------
+
+
+class HarnessResolver:
+    """The harness each case runs under, built once per distinct spec and kept."""
+
+    def __init__(self, harness_path: str | Path):
+        self.harness_path = Path(harness_path)
+        self._cache: dict[str, Any] = {}
+        self._rendered: dict[str, Any] = {}
+
+    def get(self, spec: dict[str, Any] | None) -> Any:
+        key = json.dumps(spec or {}, sort_keys=True)
+        if key not in self._cache:
+            self._cache[key] = self._build(spec or {})
+        return self._cache[key]
+
+    def rendered(self, spec: dict[str, Any] | None) -> Any:
+        """The harness rendered once (system prompt + tool specs), shared by its cases."""
+        from harnessctl.harness.render import render_harness
+
+        key = json.dumps(spec or {}, sort_keys=True)
+        if key not in self._rendered:
+            self._rendered[key] = render_harness(self.get(spec))
+        return self._rendered[key]
+
+    def _build(self, spec: dict[str, Any]) -> Any:
+        kind = spec.get("kind", "shipped")
+        if kind == "shipped":
+            from harnessctl.harness import load_harness
+
+            return load_harness(self.harness_path)
+        if kind == "rev":
+            from harnessctl.harness.store import HarnessStore
+
+            return HarnessStore(self.harness_path).resolve(str(spec["rev"])).harness
+        if kind == "variant":
+            from .variants import regenerate_variant
+
+            return regenerate_variant(self.get(spec.get("base")), spec)
+        raise ValueError(f"unknown harness spec kind {kind!r} in a suite case (expected shipped, rev or variant)")
+
+
+# -- manifest -------------------------------------------------------------------------------------
+
+
+def _package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _git_commit(path: Path) -> tuple[str | None, bool | None]:
+    """The commit of the repository holding ``path`` and whether the harness folder has edits."""
+    try:
+        top = path if path.is_dir() else path.parent
+        commit = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return None, None
+        dirty = subprocess.run(["git", "-C", str(top), "status", "--porcelain", "--", "."], capture_output=True, text=True, timeout=10)
+        return commit.stdout.strip(), bool(dirty.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def build_manifest(config: EvalConfig, items: dict[str, list[SuiteItem]], harness: Any) -> dict[str, Any]:
+    commit, dirty = _git_commit(Path(config.harness_path))
+    return {
+        "suite": "+".join(config.suites) if len(config.suites) < 4 else "all",
+        "model": config.model,
+        "api_base": config.api_base,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "harness": {
+            "name": getattr(harness, "name", None), "version": getattr(harness, "version", None),
+            "path": config.harness_path, "commit": commit, "dirty": dirty,
+        },
+        "suites": {s: {**suite_info(s, config.evals_dir), "planned_cases": len(v)} for s, v in items.items()},
+        "planned": {s: len(v) * config.repeat for s, v in items.items()},
+        "case_ids": {s: [i.id for i in v] for s, v in items.items()},
+        "seeds": {"generation": config.seed, "repeats": [config.seed + r for r in range(config.repeat)]},
+        "config": asdict(config),
+        "packages": _package_versions(),
+    }
+
+
+# -- one case -------------------------------------------------------------------------------------
+
+
+class CaseRunner:
+    """Runs one (item, repeat) to a :class:`CaseResult`; never raises for a case's own failure."""
+
+    def __init__(self, config: EvalConfig, backend: Any, resolver: HarnessResolver):
+        self.config = config
+        self.backend = backend
+        self.resolver = resolver
+
+    async def run(self, item: SuiteItem, repeat: int) -> CaseResult:
+        started = time.perf_counter()
+        try:
+            if isinstance(item.case, IFEvalCase):
+                coro = self._ifeval(item, repeat)
+            else:
+                coro = self._agent(item, repeat)
+            return await asyncio.wait_for(coro, timeout=self.config.case_timeout_s)
+        except asyncio.TimeoutError:
+            return self._failed(item, repeat, f"timeout after {self.config.case_timeout_s:g}s", Termination.TIMEOUT, started)
+        except ModelError as e:
+            return self._failed(item, repeat, f"model error: {e}", Termination.MODEL_ERROR, started)
+        except Exception as e:  # noqa: BLE001 - one broken case must not stop a 4,500-case run
+            return self._failed(item, repeat, f"{type(e).__name__}: {e}", Termination.MODEL_ERROR, started)
+
+    def _failed(self, item: SuiteItem, repeat: int, error: str, termination: Termination, started: float) -> CaseResult:
+        return CaseResult(
+            suite=item.suite, case_id=item.id, repeat=repeat, intent=item.intent, families=item.families,
+            variant=_variant_id(item), score=0.0, passed=False, failures=["error"], latency_s=time.perf_counter() - started,
+            termination=termination.value, error=error[:500],
+        )
+
+    async def _agent(self, item: SuiteItem, repeat: int) -> CaseResult:
+        from harnessctl.runtime.loop import arun_episode
+        from harnessctl.sim.scorer import score_episode
+
+        harness = self.resolver.get(item.harness)
+        backend = self.backend.for_episode(item.case, harness) if isinstance(self.backend, EvalBackend) else self.backend
+        record: EpisodeRecord = await arun_episode(
+            harness, item.case, backend, settings=self.config.settings(repeat), rendered=self.resolver.rendered(item.harness),
+            deadline_s=self.config.case_timeout_s,
+        )
+        record.variant_id = record.variant_id or _variant_id(item)
+        breakdown = score_episode(record, item.case)
+        total = float(breakdown.total)
+        passed = bool(getattr(breakdown, "passed", total >= PASS_THRESHOLD))
+        cached = isinstance(backend, EvalBackend) and backend.calls > 0 and backend.cache_hits == backend.calls
+        return CaseResult(
+            suite=item.suite, case_id=item.id, repeat=repeat, intent=item.intent, families=item.families,
+            variant=_variant_id(item), score=total, passed=passed,
+            components={k: float(v) for k, v in dict(breakdown.components).items()},
+            failures=[str(f) for f in breakdown.failures], latency_s=record.latency_s, cached=cached,
+            termination=record.termination.value if isinstance(record.termination, Termination) else str(record.termination),
+            error=None, record=_stored(record),
+        )
+
+    async def _ifeval(self, item: SuiteItem, repeat: int) -> CaseResult:
+        case: IFEvalCase = item.case  # type: ignore[assignment]
+        backend = self.backend.for_episode(case, None) if isinstance(self.backend, EvalBackend) else self.backend
+        messages = [{"role": "user", "content": case.prompt}]
+        started = time.perf_counter()
+        from harnessctl.models.base import agenerate
+
+        response = await agenerate(backend, messages, [], self.config.settings(repeat))
+        latency = time.perf_counter() - started
+        text = response.content or ""
+        # Scored inline: a check takes about a millisecond, less than handing the GIL to a
+        # worker thread and back would cost the other cases in flight.
+        score = score_response(case, text)
+        record = EpisodeRecord(
+            case_id=case.id, harness="ifeval", model=self.config.model,
+            messages=messages + [{"role": "assistant", "content": text}],
+            model_steps=[ModelStep(turn=0, latency_s=latency, prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens)],
+            reply=text, raw_reply=text, latency_s=latency,
+        )
+        cached = isinstance(backend, EvalBackend) and backend.calls > 0 and backend.cache_hits == backend.calls
+        inst = score.instructions
+        return CaseResult(
+            suite=item.suite, case_id=case.id, repeat=repeat, intent=case.intent, families=item.families,
+            score=score.total, passed=score.prompt_strict,
+            components={
+                "prompt_strict": float(score.prompt_strict), "prompt_loose": float(score.prompt_loose),
+                "instruction_strict": sum(v.strict for v in inst) / len(inst) if inst else 0.0,
+                "instruction_loose": sum(v.loose for v in inst) / len(inst) if inst else 0.0,
+            },
+            failures=[f"ifeval:{v.instruction_id}" for v in inst if not v.strict],
+            latency_s=latency, cached=cached, termination=Termination.REPLY.value, record=record.to_dict(),
+            details={"ifeval": score.to_dict()},
+        )
+
+
+def _stored(record: EpisodeRecord) -> dict[str, Any]:
+    """The record as a run keeps it: ``record.to_dict()`` without the tool specs (the same for
+    every case under a harness, and reproducible from the suite's harness spec and the
+    manifest's commit). Built shallowly — the record is discarded after, and a deep
+    ``asdict`` per case costs the event loop more than the rest of the bookkeeping together."""
+    d: dict[str, Any] = {}
+    for f in fields(record):
+        if f.name == "tools":
+            continue
+        v = getattr(record, f.name)
+        if f.name in ("model_steps", "tool_steps"):
+            v = [dict(vars(step)) for step in v]
+        elif isinstance(v, Termination):
+            v = v.value
+        d[f.name] = v
+    return d
+
+
+def _variant_id(item: SuiteItem) -> str | None:
+    if isinstance(item.case, IFEvalCase):
+        return None
+    return item.case.variant
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
+    """The model, resolved from ``config.model`` (unless given), wrapped with cache and retries."""
+    if backend is None:
+        from harnessctl.models.registry import resolve_model
+
+        backend = resolve_model(config.model, api_base=config.api_base, timeout_s=config.case_timeout_s, max_retries=config.retries)
+        retries = 0  # the served backend retries transport errors itself
+    else:
+        retries = config.retries
+    cacheable = getattr(backend, "cacheable", getattr(backend, "name", "") != "oracle")
+    cache = CallCache(config.cache_path) if config.cache and cacheable else None
+    return EvalBackend(backend, cache=cache, api_base=config.api_base, retries=retries)
+
+
+async def _run_pending(
+    pending: list[tuple[SuiteItem, int]],
+    runner: CaseRunner,
+    store: RunStore,
+    jobs: int,
+    progress: Progress | None,
+    totals: dict[str, int],
+    done: dict[str, int],
+) -> int:
+    sem = asyncio.Semaphore(jobs)
+    ran = 0
+
+    async def one(item: SuiteItem, repeat: int) -> None:
+        nonlocal ran
+        async with sem:
+            result = await runner.run(item, repeat)
+        store.append(result)  # flushed before the next case is counted done
+        ran += 1
+        done[item.suite] += 1
+        if progress:
+            progress(item.suite, done[item.suite], totals[item.suite])
+
+    tasks = [asyncio.create_task(one(item, r)) for item, r in pending]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+    return ran
+
+
+def _pending(items: dict[str, list[SuiteItem]], repeat: int, done_keys: set[tuple[str, str, int]]) -> list[tuple[SuiteItem, int]]:
+    # Repeat-major order: a run stopped early has one full pass before the second begins.
+    return [(item, r) for r in range(repeat) for s, v in items.items() for item in v if (s, item.id, r) not in done_keys]
+
+
+async def arun_eval(
+    config: EvalConfig,
+    *,
+    backend: Any | None = None,
+    progress: Progress | None = None,
+    run_id: str | None = None,
+    on_start: Callable[[RunStore], None] | None = None,
+) -> EvalOutcome:
+    """Start a new run: plan, write the manifest, run every case, write ``summary.json``.
+    ``on_start`` gets the run folder as soon as it exists (to tell a person how to resume)."""
+    items = plan(config)
+    if not items:
+        reasons = "; ".join(f"{s}: {why}" for s, why in skipped_suites(config).items())
+        raise ValueError(f"nothing to run ({reasons})")
+    resolver = HarnessResolver(config.harness_path)
+    harness = resolver.get(None)
+    for v in items.values():  # build every harness (git versions, variants) before the clock starts
+        for item in v:
+            if item.harness is not None:
+                resolver.get(item.harness)
+    wrapped = make_backend(config, backend)
+    store = RunStore.create(config.runs_dir, build_manifest(config, items, harness), run_id=run_id)
+    if on_start:
+        on_start(store)
+    return await _execute(config, items, wrapped, resolver, store, progress)
+
+
+async def _execute(
+    config: EvalConfig, items: dict[str, list[SuiteItem]], backend: EvalBackend, resolver: HarnessResolver,
+    store: RunStore, progress: Progress | None,
+) -> EvalOutcome:
+    existing = store.results()
+    done_keys = {r.key for r in existing}
+    pending = _pending(items, config.repeat, done_keys)
+    totals = {s: len(v) * config.repeat for s, v in items.items()}
+    done = {s: sum(1 for r in existing if r.suite == s) for s in items}
+    if progress:
+        for s in items:
+            progress(s, done[s], totals[s])
+    runner = CaseRunner(config, backend, resolver)
+    try:
+        ran = await _run_pending(pending, runner, store, config.jobs, progress, totals, done)
+    finally:
+        store.close()
+        if backend.cache is not None:
+            backend.cache.close()
+    summary = summarize(store.results(), store.manifest, latency_budget_s=config.latency_budget_s)
+    summary["skipped"] = skipped_suites(config)
+    store.write_summary(summary)
+    return EvalOutcome(store=store, summary=summary, ran=ran, skipped=skipped_suites(config))
+
+
+def run_eval(
+    config: EvalConfig, *, backend: Any | None = None, progress: Progress | None = None, run_id: str | None = None,
+    on_start: Callable[[RunStore], None] | None = None,
+) -> EvalOutcome:
+    """Synchronous :func:`arun_eval`."""
+    return asyncio.run(arun_eval(config, backend=backend, progress=progress, run_id=run_id, on_start=on_start))
+
+
+async def aresume_eval(
+    run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | None = None, backend: Any | None = None, progress: Progress | None = None
+) -> EvalOutcome:
+    """Finish a run that stopped (killed, interrupted, crashed): same plan, only the missing
+    (case, repeat) pairs run. A torn last line is cut off first."""
+    store = RunStore.open(run, runs_dir)
+    manifest = store.manifest
+    config = EvalConfig.from_dict(manifest.get("config") or {})
+    if jobs is not None:
+        config.jobs = jobs
+    for s, info in (manifest.get("suites") or {}).items():
+        now = suite_info(s, config.evals_dir).get("sha256")
+        if info.get("sha256") and now != info["sha256"]:
+            raise RunError(
+                f"suite {s} changed since run {store.run_id} started ({config.evals_dir}/{s}.jsonl has another hash); "
+                "start a new run instead of resuming"
+            )
+    items = plan(config)
+    planned_ids = manifest.get("case_ids") or {}
+    for s, v in items.items():
+        if s in planned_ids and [i.id for i in v] != planned_ids[s]:
+            raise RunError(f"the plan of suite {s} differs from run {store.run_id}'s manifest; start a new run")
+    store.repair()
+    resolver = HarnessResolver(config.harness_path)
+    for v in items.values():
+        for item in v:
+            resolver.get(item.harness)
+    return await _execute(config, items, make_backend(config, backend), resolver, store, progress)
+
+
+def resume_eval(run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | None = None, backend: Any | None = None, progress: Progress | None = None) -> EvalOutcome:
+    """Synchronous :func:`aresume_eval`."""
+    return asyncio.run(aresume_eval(run, runs_dir=runs_dir, jobs=jobs, backend=backend, progress=progress))
+
+
+__all__ = [
+    "AGENT_SUITES", "CaseRunner", "EvalConfig", "EvalOutcome", "HarnessResolver", "arun_eval", "aresume_eval",
+    "make_backend", "plan", "resume_eval", "run_eval",
+]

@@ -1,0 +1,203 @@
+"""The four evaluation suites: versioned JSONL files in ``evals/``, rebuilt deterministically.
+
+=============  =====================================================================================
+``livestream``  viewer cases under the harness being evaluated
+``variant``     cases under held-out HSA variants (regenerated from the seed and operators stored in
+                each case) and under the shipped history's real versions (v1, v2, v3)
+``robustness``  tool faults (error, timeout, malformed, empty) and prompt perturbations (typos,
+                paraphrases, noisy chat, distracting context)
+``ifeval``      general instruction following, scored by the IFEval checkers
+=============  =====================================================================================
+
+A line of an agent suite is a :class:`~harnessctl.sim.case.Case` (fields at their defaults
+left out, to keep files small) plus ``"harness"``: how to obtain the harness the case runs
+under (absent: the harness under evaluation; ``{"kind": "rev", "rev": "v1"}``: a version from
+git; ``{"kind": "variant", "seed": .., "ops": [..], ...}``: a held-out HSA variant of it). A line
+of ``ifeval`` is an :class:`~harnessctl.eval.ifeval.IFEvalCase`. ``evals/suites.json`` records
+each suite's version, case count, build seed and SHA-256; a run's manifest copies it.
+
+Rebuild with ``harnessctl eval build-suites`` (or ``python -m harnessctl.eval.build --write``):
+same code and seeds, same bytes.
+
+>>> items = load_suite("livestream")                     # doctest: +SKIP
+>>> items[0].case.intent, items[0].harness is None       # doctest: +SKIP
+('price', True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+from harnessctl.sim.case import Case
+
+from .ifeval import IFEvalCase
+
+SUITES = ("livestream", "variant", "robustness", "ifeval")
+AGENT_SUITES = ("livestream", "variant", "robustness")
+INDEX = "suites.json"
+#: Bumped when the way suites are built changes (cases regenerate differently).
+SUITE_FORMAT_VERSION = "1"
+
+#: Build seeds, one per suite; suites never share a seed with each other or with training data
+#: (the augment room's training seeds start elsewhere and held-out variants use their own split).
+SEEDS = {"livestream": 51_001, "variant": 52_001, "robustness": 53_001, "ifeval": 54_001}
+SIZES = {"livestream": 1200, "variant": 1600, "robustness": 1200, "ifeval": 1000}
+
+
+class SuiteError(ValueError):
+    """A suite file is missing or damaged; the message names file, line and what to do."""
+
+
+@dataclass
+class SuiteItem:
+    """One case of a suite, with how to obtain its harness."""
+
+    suite: str
+    case: Case | IFEvalCase
+    harness: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    @property
+    def intent(self) -> str:
+        return self.case.intent
+
+    @property
+    def families(self) -> list[str]:
+        """Operator families / perturbations / faults that shaped this case (for the by-family
+        breakdown): the case's ``op:``, ``fault:``, ``perturb:`` and ``history:`` tags, or the
+        instruction groups of an IFEval prompt."""
+        if isinstance(self.case, IFEvalCase):
+            return sorted({iid.split(":")[0] for iid in self.case.instruction_id_list})
+        prefixes = ("op:", "fault:", "perturb:", "history:")
+        return [t for t in self.case.tags if t.startswith(prefixes)]
+
+    def to_line(self) -> str:
+        if isinstance(self.case, IFEvalCase):
+            d = self.case.to_dict()
+        else:
+            d = _compact(self.case)
+            if self.harness is not None:
+                d["harness"] = self.harness
+        return json.dumps(d, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
+def _compact(case: Case) -> dict[str, Any]:
+    """``Case.to_dict()`` without fields at their default values (``from_dict`` restores them)."""
+    d = case.to_dict()
+    defaults = {f.name: f.default for f in fields(Case)}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if k in ("id", "intent", "query", "suite"):
+            out[k] = v
+        elif k == "context":
+            ctx = {ck: cv for ck, cv in v.items() if cv not in (None, {}, [])}
+            if ctx:
+                out[k] = ctx
+        elif k == "expect":
+            exp = {}
+            for ek, ev in v.items():
+                if ek == "calls":
+                    ev = [{ck: cv for ck, cv in c.items() if (ck, cv) not in (("required", True), ("round", 1)) and cv != {}} for c in ev]
+                if ev not in (None, [], {}, False):
+                    exp[ek] = ev
+            out[k] = exp
+        elif v not in (None, [], {}) and v != defaults.get(k):
+            out[k] = v
+    return out
+
+
+def _case_from_line(d: dict[str, Any]) -> Case:
+    known = {f.name for f in fields(Case)}
+    return Case.from_dict({k: v for k, v in d.items() if k in known})
+
+
+def suite_path(name: str, evals_dir: str | Path = "evals") -> Path:
+    return Path(evals_dir) / f"{name}.jsonl"
+
+
+def load_suite(name: str, evals_dir: str | Path = "evals") -> list[SuiteItem]:
+    """Every case of a suite, in file order. Raises :class:`SuiteError` naming file and line."""
+    if name not in SUITES:
+        raise SuiteError(f"unknown suite {name!r}: choose one of {', '.join(SUITES)} or all")
+    path = suite_path(name, evals_dir)
+    if not path.is_file():
+        raise SuiteError(f"{path}: suite file missing; rebuild the suites with `harnessctl eval build-suites`")
+    items: list[SuiteItem] = []
+    seen: set[str] = set()
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                if name == "ifeval":
+                    item = SuiteItem(name, IFEvalCase.from_dict(d))
+                else:
+                    item = SuiteItem(name, _case_from_line(d), d.get("harness"))
+            except (json.JSONDecodeError, TypeError, KeyError, ValueError) as e:
+                raise SuiteError(f"{path}:{lineno}: not a {name} case ({e}); rebuild with `harnessctl eval build-suites`") from None
+            if item.id in seen:
+                raise SuiteError(f"{path}:{lineno}: duplicate case id {item.id!r}")
+            seen.add(item.id)
+            items.append(item)
+    return items
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def suite_index(evals_dir: str | Path = "evals") -> dict[str, Any]:
+    """``evals/suites.json``: per suite its version, case count, seed and SHA-256."""
+    path = Path(evals_dir) / INDEX
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def suite_info(name: str, evals_dir: str | Path = "evals") -> dict[str, Any]:
+    """What a run's manifest records about a suite: version, seed, count and the file's hash."""
+    path = suite_path(name, evals_dir)
+    info = dict((suite_index(evals_dir).get("suites") or {}).get(name) or {})
+    info["path"] = str(path)
+    info["sha256"] = file_sha256(path) if path.is_file() else None
+    return info
+
+
+def sample(items: list[SuiteItem], limit: int | None) -> list[SuiteItem]:
+    """A deterministic, evenly spread sample of ``limit`` items (all of them when ``None``):
+    spreading keeps every intent and family represented, which the first N would not.
+
+    >>> [i for i in sample(list(range(10)), 3)]
+    [0, 3, 6]
+    """
+    if limit is None or limit >= len(items):
+        return list(items)
+    if limit <= 0:
+        return []
+    step = len(items) / limit
+    return [items[int(i * step)] for i in range(limit)]
+
+
+def write_suite(name: str, items: Iterable[SuiteItem], evals_dir: str | Path = "evals") -> Path:
+    """Write a suite file atomically; returns its path."""
+    path = suite_path(name, evals_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for item in items:
+            f.write(item.to_line() + "\n")
+    os.replace(tmp, path)
+    return path

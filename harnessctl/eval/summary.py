@@ -1,0 +1,102 @@
+"""A run's summary: scores 0-100 per suite with the per-component breakdown, by intent and by
+operator family, pass^k for repeated runs, IFEval accuracies and latency percentiles.
+
+>>> from harnessctl.eval.results import CaseResult
+>>> rs = [CaseResult("livestream", "a", score=1.0, passed=True, intent="price", latency_s=0.2),
+...       CaseResult("livestream", "b", score=0.5, intent="stock", latency_s=0.4)]
+>>> s = summarize(rs, latency_budget_s=0.3)
+>>> s["suites"]["livestream"]["score"], s["suites"]["livestream"]["latency"]["over_budget"]
+(75.0, 0.5)
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Iterable
+
+from .ifeval import IFEvalScore, accuracy
+from .results import CaseResult
+from .stats import latency_stats, pass_hat_k
+
+SUITE_ORDER = ("livestream", "variant", "robustness", "ifeval")
+
+
+def _pct(x: float) -> float:
+    return round(100.0 * x, 2)
+
+
+def _group(results: list[CaseResult], key) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        for k in key(r):
+            groups[k].append(r)
+    return {
+        k: {"score": _pct(sum(r.score for r in rs) / len(rs)), "pass_rate": _pct(sum(r.passed for r in rs) / len(rs)), "n": len(rs)}
+        for k, rs in sorted(groups.items())
+    }
+
+
+def suite_summary(results: list[CaseResult], latency_budget_s: float | None = None) -> dict[str, Any]:
+    """The summary of one suite's results (repeats included)."""
+    n_results = len(results)
+    cases = {r.case_id for r in results}
+    comps: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        for k, v in r.components.items():
+            if isinstance(v, (int, float)):
+                comps[k].append(float(v))
+    # Latency of fully cached episodes says nothing about the model: leave them out unless
+    # every episode was cached.
+    live = [r for r in results if not r.cached and r.error is None] or [r for r in results if r.error is None]
+    out: dict[str, Any] = {
+        "score": _pct(sum(r.score for r in results) / n_results) if n_results else 0.0,
+        "n": len(cases),
+        "n_results": n_results,
+        "pass_rate": _pct(sum(r.passed for r in results) / n_results) if n_results else 0.0,
+        "errors": sum(r.error is not None for r in results),
+        "cached": sum(r.cached for r in results),
+        "components": {k: _pct(sum(v) / len(v)) for k, v in sorted(comps.items())},
+        "by_intent": _group(results, lambda r: [r.intent or "unknown"]),
+        "by_family": _group(results, lambda r: r.families or ["none"]),
+        # Failure categories: "hallucinated_number:$7.77" counts as hallucinated_number.
+        "failures": dict(Counter(f.split(":", 1)[0] for r in results for f in r.failures).most_common()),
+        "latency": latency_stats([r.latency_s for r in live], latency_budget_s).to_dict(),
+    }
+    repeats = max((r.repeat for r in results), default=0) + 1
+    if repeats > 1:
+        by_case: dict[str, list[bool]] = defaultdict(list)
+        for r in results:
+            by_case[r.case_id].append(r.passed)
+        complete = {c: v for c, v in by_case.items() if len(v) >= repeats}
+        if complete:
+            out["pass_hat_k"] = {
+                str(k): _pct(sum(pass_hat_k(sum(v), len(v), k) for v in complete.values()) / len(complete))
+                for k in range(1, repeats + 1)
+            }
+    ife = [IFEvalScore.from_dict(r.details["ifeval"]) for r in results if "ifeval" in r.details]
+    if ife:
+        out["ifeval"] = {k: (_pct(v) if isinstance(v, float) else v) for k, v in accuracy(ife).items()}
+    return out
+
+
+def summarize(
+    results: Iterable[CaseResult], manifest: dict[str, Any] | None = None, *, latency_budget_s: float | None = None
+) -> dict[str, Any]:
+    """The whole run's summary (what ``summary.json`` holds and ``--json`` prints)."""
+    manifest = manifest or {}
+    by_suite: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        by_suite[r.suite].append(r)
+    order = [s for s in SUITE_ORDER if s in by_suite] + sorted(s for s in by_suite if s not in SUITE_ORDER)
+    budget = latency_budget_s if latency_budget_s is not None else (manifest.get("config") or {}).get("latency_budget_s")
+    suites = {s: suite_summary(by_suite[s], budget) for s in order}
+    return {
+        "run_id": manifest.get("run_id"),
+        "model": manifest.get("model"),
+        "harness": manifest.get("harness"),
+        "complete": all(
+            len({r.key for r in by_suite[s]}) >= (manifest.get("planned") or {}).get(s, 0) for s in order
+        ),
+        "overall": {"score": round(sum(v["score"] for v in suites.values()) / len(suites), 2) if suites else 0.0},
+        "suites": suites,
+    }

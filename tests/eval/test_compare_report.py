@@ -1,0 +1,107 @@
+"""Summaries, comparisons (a CI gate) and the HTML report, on real run folders."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from harnessctl.cli.main import app
+from harnessctl.eval.compare import compare_results
+from harnessctl.eval.report import render_report
+from harnessctl.eval.results import CaseResult
+from harnessctl.eval.store import RunStore
+from harnessctl.eval.summary import summarize
+
+INTENTS = ("price", "stock", "shipping", "complaint")
+
+
+def make_results(n: int, failing: set[int], suite: str = "livestream", repeat: int = 0) -> list[CaseResult]:
+    out = []
+    for i in range(n):
+        ok = i not in failing
+        out.append(
+            CaseResult(
+                suite=suite, case_id=f"{suite}-{i:03d}", repeat=repeat, intent=INTENTS[i % 4],
+                families=["op:tools"] if i % 3 == 0 else [], score=1.0 if ok else 0.4, passed=ok,
+                components={"correctness": 1.0 if ok else 0.0, "tool_rationality": 1.0},
+                failures=[] if ok else ["hallucinated_number"], latency_s=0.1 + 0.01 * i,
+                termination="reply",
+                record={"messages": [{"role": "user", "content": f"question {i}"}], "tool_steps": [], "reply": f"answer <b>{i}</b>"},
+            )
+        )
+    return out
+
+
+def write_run(root, run_id: str, results: list[CaseResult]) -> RunStore:
+    store = RunStore.create(root, {"model": "m", "harness": {"name": "livecommerce", "version": "v3"}, "config": {"latency_budget_s": 0.5}}, run_id=run_id)
+    for r in results:
+        store.append(r)
+    store.close()
+    return store
+
+
+def test_summary_breaks_scores_down_by_component_intent_and_family():
+    s = summarize(make_results(40, failing={0, 4, 8}), latency_budget_s=0.455)["suites"]["livestream"]
+    assert s["n"] == 40 and s["score"] == pytest.approx(100 * (37 + 3 * 0.4) / 40, abs=0.01)
+    assert s["components"]["correctness"] == pytest.approx(92.5)
+    assert s["by_intent"]["price"]["n"] == 10 and s["by_intent"]["price"]["pass_rate"] == 70.0
+    assert s["by_family"]["op:tools"]["n"] == 14
+    assert s["failures"] == {"hallucinated_number": 3}
+    assert s["latency"]["over_budget"] == pytest.approx(4 / 40)
+
+
+def test_pass_hat_k_over_repeats():
+    results = make_results(10, failing=set()) + make_results(10, failing={1, 2}, repeat=1)
+    s = summarize(results)["suites"]["livestream"]
+    assert s["n"] == 10 and s["n_results"] == 20
+    assert s["pass_hat_k"] == {"1": 90.0, "2": 80.0}
+
+
+def test_compare_pairs_cases_flags_flips_and_gates_on_the_threshold():
+    a = make_results(50, failing={7})
+    b = make_results(50, failing={1, 2, 3, 4, 5})
+    cmp = compare_results(a, b, threshold=2.0, run_a="a", run_b="b")
+    s = cmp.suites["livestream"]
+    assert s.n_paired == 50 and s.delta.value == pytest.approx(-100 * 0.6 * 4 / 50)
+    assert s.delta.low <= s.delta.value <= s.delta.high <= 0
+    assert sorted(s.pass_to_fail) == [f"livestream-00{i}" for i in range(1, 6)] and s.fail_to_pass == ["livestream-007"]
+    assert cmp.regression
+    assert not compare_results(a, b, threshold=10.0).regression
+    assert not compare_results(b, a, threshold=2.0).regression  # an improvement is never a regression
+
+
+def test_compare_cli_exits_1_on_regression_and_0_otherwise(tmp_path):
+    write_run(tmp_path, "base", make_results(30, failing=set()))
+    write_run(tmp_path, "worse", make_results(30, failing={0, 1, 2, 3}))
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", "base", "worse", "--runs-dir", str(tmp_path), "--json"])
+    assert res.exit_code == 1, res.output
+    data = json.loads(res.stdout)
+    assert data["regression"] is True and data["suites"]["livestream"]["pass_to_fail"][:2] == ["livestream-000", "livestream-001"]
+    res = runner.invoke(app, ["compare", "worse", "base", "--runs-dir", str(tmp_path)])
+    assert res.exit_code == 0 and "fail→pass" in res.output
+    res = runner.invoke(app, ["compare", "base", "missing", "--runs-dir", str(tmp_path)])
+    assert res.exit_code == 2 and "no such run" in res.output
+
+
+def test_report_is_one_self_contained_html_file_with_plots_and_drill_down(tmp_path):
+    results = make_results(30, failing={2, 5}) + make_results(10, failing=set(), suite="robustness")
+    store = write_run(tmp_path, "r", results)
+    res = CliRunner().invoke(app, ["report", "r", "--runs-dir", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    html = (store.root / "report.html").read_text()
+    body = html.split("<body>", 1)[1]
+    assert not re.search(r"(src|href)=[\"']?https?:", html)  # nothing fetched from anywhere
+    assert body.count("<svg") >= 5  # scores by suite, per-suite intents/components, latency, failures
+    assert "livestream-002" in body and "hallucinated_number" in body
+    assert "answer &lt;b&gt;2&lt;/b&gt;" in body  # episode text is escaped, not injected
+    res = CliRunner().invoke(app, ["report", "r", "--runs-dir", str(tmp_path), "--json"])
+    assert json.loads(res.stdout)["suites"]["robustness"]["score"] == 100.0
+
+
+def test_render_report_handles_an_empty_suite_list():
+    html = render_report([], {"run_id": "empty"})
+    assert "<html" in html
