@@ -29,7 +29,7 @@ from .model import (
     SkillLoader,
     Tool,
 )
-from .yamlio import read_yaml_file
+from .yamlio import folder_issues, read_yaml_file
 
 HARNESS_FILE = "harness.yaml"
 PROMPT_FILE = "prompt.yaml"
@@ -51,7 +51,7 @@ def harness_files(root: str | Path) -> list[str]:
             files.append(name)
     for sub in (SKILLS_DIR, TOOLS_DIR):
         d = root / sub
-        if d.is_dir():
+        if d.is_dir() and not d.is_symlink():  # a linked folder is refused by read_documents
             files += sorted(
                 f"{sub}/{p.name}" for p in d.iterdir() if p.suffix in (".yaml", ".yml")
             )
@@ -71,7 +71,7 @@ def read_documents(root: str | Path) -> dict[str, Any]:
             Issue(str(root / HARNESS_FILE), "missing harness.yaml", hint="a harness folder needs a harness.yaml; run `harnessctl init PATH` to create one")
         )
     docs: dict[str, Any] = {}
-    issues: list[Issue] = []
+    issues: list[Issue] = folder_issues(root, (SKILLS_DIR, TOOLS_DIR))
     for rel in harness_files(root):
         try:
             docs[rel] = read_yaml_file(root, rel)

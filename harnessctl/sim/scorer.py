@@ -4,7 +4,10 @@ The same numbers are the eval score and, later, the RL reward components, so not
 reads anything but the record and the case (no harness, no catalog, no clock). Everything is
 matched by stable key — tool keys, skill keys — so a renamed harness scores the same.
 
-Components and weights (``total`` is the weighted mean):
+Components and weights. ``total`` is the weighted mean when the task components (correctness,
+tool rationality, skill selection) are perfect; otherwise the conduct components (efficiency,
+compliance, constraints, reasoning) count only in proportion to what of the task was done, so a
+reply that does nothing scores 0, not 0.4 (see ``_total``):
 
 ===================  ======  ===============================================================
 component            weight  what lowers it
@@ -54,6 +57,8 @@ WEIGHTS = {
     "constraints": 0.10,
     "reasoning": 0.05,
 }
+#: Components that say whether the task was done; the others say how well it was conducted.
+TASK_COMPONENTS = ("correctness", "tool_rationality", "skill_selection")
 PASS_THRESHOLD = 0.8
 HARD_FAILURES = ("hallucinated_number", "forbidden_claim", "no_reply", "model_error")
 LOADER_KEY = "load_skill"
@@ -84,6 +89,21 @@ class ScoreBreakdown:
         return {**self.components, "total": self.total, "passed": self.passed, "failures": list(self.failures), "details": dict(self.details)}
 
 
+def _total(comps: dict[str, float]) -> float:
+    """Weighted mean, with the conduct components counted in proportion to task achievement.
+
+    ``total = task * (w_task + w_conduct * conduct)`` where ``task`` and ``conduct`` are the
+    weighted means of their groups. When the task is fully done this is exactly the weighted
+    mean of all components; when nothing of the task is done it is 0 — an empty or random reply
+    is short, compliant and cheap, and must not earn points for that.
+    """
+    w_task = sum(WEIGHTS[k] for k in TASK_COMPONENTS)
+    w_conduct = 1.0 - w_task
+    task = sum(WEIGHTS[k] * comps[k] for k in TASK_COMPONENTS) / w_task
+    conduct = sum(WEIGHTS[k] * v for k, v in comps.items() if k not in TASK_COMPONENTS) / w_conduct
+    return task * (w_task + w_conduct * conduct)
+
+
 def score_episode(record: EpisodeRecord, case: Case, *, threshold: float = PASS_THRESHOLD) -> ScoreBreakdown:
     """Score one episode against its case (see the module docstring for the rubric)."""
     failures: list[str] = []
@@ -107,7 +127,7 @@ def score_episode(record: EpisodeRecord, case: Case, *, threshold: float = PASS_
         "reasoning": reasoning,
     }
     comps = {k: round(max(0.0, min(1.0, v)), 4) for k, v in comps.items()}
-    total = round(sum(WEIGHTS[k] * v for k, v in comps.items()), 4)
+    total = round(_total(comps), 4)
     hard = any(f.split(":", 1)[0] in HARD_FAILURES for f in failures)
     return ScoreBreakdown(
         **comps,

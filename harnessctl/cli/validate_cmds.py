@@ -1,0 +1,114 @@
+"""``harnessctl init`` and ``harnessctl validate``."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from harnessctl.harness.errors import Issue
+from harnessctl.harness.starter import harness_name_for, write_starter
+from harnessctl.harness.validate import HarnessCheck, check_harness_dir, schema_name
+
+from .common import HarnessOpt, JsonOpt, resolve_harness_path
+from .output import EXIT_BAD_INPUT, EXIT_OK, CLIError, cli_errors, out, print_json
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.command("validate")(validate)
+
+
+def init(
+    path: Annotated[Path, typer.Argument(help="Folder to create the harness in (created if missing).")] = Path("."),
+    name: Annotated[Optional[str], typer.Option("--name", help="Harness name. Default: the folder's name.")] = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Create a new, valid, commented starter harness. Never overwrites an existing one."""
+    with cli_errors():
+        files = write_starter(path, name=name)
+    harness_name = name or harness_name_for(path)
+    if json_output:
+        print_json({"path": str(path), "name": harness_name, "files": files})
+        return
+    out.print(f"[green]✓[/] created harness [bold]{escape(harness_name)}[/] in {escape(str(path))} ({len(files)} files)")
+    out.print(f"  next: edit the YAML files, then run [bold]harnessctl validate {escape(str(path))}[/]")
+
+
+def validate(
+    path: Annotated[Optional[Path], typer.Argument(help="Harness folder (same as -H).", show_default=False)] = None,
+    harness: HarnessOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Check every harness file against its schema and across files. Exit 0 valid, 2 invalid."""
+    with cli_errors():
+        if path is not None and harness is not None and path != harness:
+            raise CLIError("give the harness folder once: as PATH or with -H, not both")
+        root = resolve_harness_path(path if path is not None else harness)
+        check = check_harness_dir(root)
+    issues = [_shown(root, i) for i in check.issues]
+    if json_output:
+        print_json(_as_json(root, check, issues))
+    elif check.ok:
+        out.print(f"[green]✓[/] {escape(_summary(check))}")
+    else:
+        for issue in issues:
+            out.print(_styled(issue))
+        count = len(issues)
+        out.print(f"[red]✗[/] {escape(str(root))}: {count} problem{'s' if count != 1 else ''}")
+    raise typer.Exit(EXIT_OK if check.ok else EXIT_BAD_INPUT)
+
+
+def _shown(root: Path, issue: Issue) -> Issue:
+    """The issue with its file shown as the user reaches it: under the harness path as given."""
+    file = issue.file
+    is_harness_file = schema_name(file) is not None or file.rstrip("/") in ("skills", "tools")
+    if file and is_harness_file and not Path(file).is_absolute():
+        file = str(root / file) + ("/" if file.endswith("/") else "")
+    return dataclasses.replace(issue, file=file)
+
+
+def _summary(check: HarnessCheck) -> str:
+    h = check.harness
+    assert h is not None
+    version = f" {h.version}" if h.version else ""
+    return (
+        f"{h.name}{version}: {len(h.skills)} skills, {len(h.tools)} tools, "
+        f"{len(h.prompt.blocks)} blocks, {len(h.prompt.constraints)} constraints"
+    )
+
+
+def _styled(issue: Issue) -> str:
+    where = issue.file
+    if issue.line is not None:
+        where += f":{issue.line}" + (f":{issue.col}" if issue.col is not None else "")
+    text = f"[bold]{escape(where)}[/]: [red]{escape(issue.message)}[/]"
+    if issue.path:
+        text += f" [dim]({escape(issue.path)})[/]"
+    if issue.hint:
+        text += f" — [cyan]{escape(issue.hint)}[/]"
+    return text
+
+
+def _as_json(root: Path, check: HarnessCheck, issues: list[Issue]) -> dict[str, object]:
+    h = check.harness
+    return {
+        "valid": check.ok,
+        "path": str(root),
+        "name": h.name if h else None,
+        "version": h.version if h else None,
+        "counts": (
+            {
+                "skills": len(h.skills),
+                "tools": len(h.tools),
+                "blocks": len(h.prompt.blocks),
+                "constraints": len(h.prompt.constraints),
+            }
+            if h
+            else None
+        ),
+        "issues": [dataclasses.asdict(i) for i in issues],
+    }
