@@ -31,3 +31,44 @@ def livecommerce():
     from harnessctl.harness import load_harness
 
     return load_harness(LIVECOMMERCE, validate=False)
+
+
+# -- the tiny model (models room) ---------------------------------------------------------------
+
+#: Sources whose change makes the cached tiny model stale (builder, corpus, simulator, harness).
+_TINY_MODEL_INPUTS = ("harnessctl/models", "harnessctl/sim", "harnessctl/runtime", "harnessctl/harness", "harnesses/livecommerce")
+
+
+def _tiny_model_key() -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for rel in _TINY_MODEL_INPUTS:
+        for path in sorted((REPO_ROOT / rel).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".yaml", ".yml", ".json", ".jsonl", ".csv"):
+                digest.update(str(path.relative_to(REPO_ROOT)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path() -> Path:
+    """The untrained tiny model as `harnessctl model init` builds it (default config), cached
+    under .cache/tiny-model/<hash of its inputs> so repeated runs and xdist workers share it."""
+    from harnessctl.harness import load_harness
+    from harnessctl.models.tiny import build_tiny_model
+
+    target = REPO_ROOT / ".cache" / "tiny-model" / _tiny_model_key()
+    if not (target / "config.json").is_file():
+        try:
+            build_tiny_model(target, load_harness(LIVECOMMERCE, validate=False))
+        except (FileExistsError, OSError):
+            if not (target / "config.json").is_file():  # another worker won the race: use its build
+                raise
+        import shutil
+        import time
+
+        for stale in target.parent.iterdir():  # builds from older sources, not touched for a day
+            if stale.is_dir() and stale != target and time.time() - stale.stat().st_mtime > 86400:
+                shutil.rmtree(stale, ignore_errors=True)
+    return target

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harnessctl.runtime.record import ModelResponse
+if TYPE_CHECKING:  # the runtime package imports this module: no import cycle at run time
+    from harnessctl.runtime.record import ModelResponse
 
 
 @dataclass(frozen=True)

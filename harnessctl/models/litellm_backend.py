@@ -1,0 +1,278 @@
+"""Served models through litellm: any provider string, the same path in a test as in production.
+
+``openai/<name>`` with ``api_base`` reaches vLLM, the embedded server (``harnessctl serve``) or
+any OpenAI-compatible endpoint; ``anthropic/...`` and the other litellm providers work as
+litellm documents them.
+
+>>> m = LiteLLMModel("openai/tiny", api_base="http://127.0.0.1:8000/v1")   # doctest: +SKIP
+>>> m.generate([{"role": "user", "content": "hi"}], [], GenerationSettings()).content  # doctest: +SKIP
+'Hello!'
+
+Behaviour the runtime relies on:
+
+- litellm is imported on first use (it takes seconds), with ``LITELLM_LOCAL_MODEL_COST_MAP``
+  set so that it never fetches a price list from the web.
+- API keys come from the environment (``api_key_env``, else litellm's own provider variables);
+  a local server with no key gets a dummy one. A key is never part of ``name``, ``repr``,
+  error messages or records.
+- Transport errors, timeouts, 429 and 5xx answers are retried ``max_retries`` times with
+  exponential backoff; other 4xx answers are not (retrying a bad request cannot help).
+  Exhausted retries raise :class:`ModelError` naming the model, the endpoint and the cause.
+- ``tool_calls`` become :class:`ToolCall` (arguments parsed; unparsable ones kept raw), and
+  ``<tool_call>`` text in the content is parsed too, for servers without a tool-call parser.
+- ``generate`` and ``agenerate`` share no mutable state: one instance serves many threads or
+  tasks at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import threading
+import time
+import warnings
+from typing import Any
+
+from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.runtime.record import ModelResponse, ToolCall
+from harnessctl.runtime.toolcall_text import parse_tool_calls
+
+#: The key sent to a local server that needs none (OpenAI clients insist on one).
+DUMMY_API_KEY = "sk-local-no-key"
+
+_litellm_lock = threading.Lock()
+_litellm_module: Any = None
+
+
+def import_litellm() -> Any:
+    """The litellm module, imported once, offline and quiet."""
+    global _litellm_module
+    if _litellm_module is None:
+        with _litellm_lock:
+            if _litellm_module is None:
+                # Set before the import: litellm fetches a price list from the web at import time.
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                os.environ.setdefault("LITELLM_LOG", "ERROR")
+                with warnings.catch_warnings():
+                    # pydantic warns about litellm's own typed dicts at import; not ours to fix.
+                    warnings.simplefilter("ignore")
+                    import litellm
+
+                # pydantic warns about litellm's typed dicts when they are first used; not ours to fix.
+                warnings.filterwarnings("ignore", message=r".*`ReadOnly` qualifier", category=UserWarning)
+                litellm.suppress_debug_info = True  # no "Provider List" banners on stdout
+                litellm.telemetry = False
+                _litellm_module = litellm
+    return _litellm_module
+
+
+class LiteLLMModel:
+    """A model behind litellm. ``model`` is a litellm provider string such as ``openai/tiny``.
+
+    ``extra`` holds provider keyword arguments sent with every call (e.g. ``{"stop": [...]}``);
+    per-call ``GenerationSettings.extra`` is merged over it.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        *,
+        api_key_env: str | None = None,
+        timeout_s: float | None = None,
+        max_retries: int = 2,
+        backoff_s: float = 0.5,
+        extra: dict[str, Any] | None = None,
+    ):
+        if not model or not model.strip():
+            raise ModelError("empty model string: use a litellm provider string such as openai/<name>")
+        self.name = model
+        self.api_base = api_base.rstrip("/") if api_base else None
+        self.timeout_s = timeout_s
+        self.max_retries = max(0, int(max_retries))
+        self.backoff_s = backoff_s
+        self.extra = dict(extra or {})
+        self.provider = self._check_provider()
+        self._api_key = self._find_api_key(api_key, api_key_env)
+
+    def __repr__(self) -> str:
+        return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
+
+    def for_episode(self, case: Any, harness: Any) -> "LiteLLMModel":
+        return self
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
+        """One chat completion, retried on transient failures. Raises :class:`ModelError`."""
+        litellm = import_litellm()
+        kwargs = self._request(messages, tools, settings)
+        started = time.perf_counter()
+        for attempt in range(self.max_retries + 1):
+            try:
+                raw = litellm.completion(**kwargs)
+            except Exception as e:  # noqa: BLE001 - classified below, re-raised as ModelError
+                if attempt < self.max_retries and _retryable(e, litellm):
+                    time.sleep(self._delay(attempt))
+                    continue
+                raise self._error(e, attempt + 1) from None
+            return _to_response(raw, time.perf_counter() - started)
+        raise AssertionError("unreachable")
+
+    async def agenerate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
+        """Async :meth:`generate` (``litellm.acompletion``)."""
+        litellm = import_litellm()
+        kwargs = self._request(messages, tools, settings)
+        started = time.perf_counter()
+        for attempt in range(self.max_retries + 1):
+            try:
+                raw = await litellm.acompletion(**kwargs)
+            except Exception as e:  # noqa: BLE001
+                if attempt < self.max_retries and _retryable(e, litellm):
+                    await asyncio.sleep(self._delay(attempt))
+                    continue
+                raise self._error(e, attempt + 1) from None
+            return _to_response(raw, time.perf_counter() - started)
+        raise AssertionError("unreachable")
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "messages": [_wire_message(m) for m in messages],
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens,
+            "timeout": self.timeout_s if self.timeout_s is not None else settings.timeout_s,
+            # Retries are ours (counted, with backoff, never on 4xx); the client must not add its own.
+            "max_retries": 0,
+            "num_retries": 0,
+        }
+        if settings.top_p != 1.0:
+            kwargs["top_p"] = settings.top_p
+        if settings.seed is not None:
+            kwargs["seed"] = settings.seed
+        if tools:
+            kwargs["tools"] = tools
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        kwargs.update(self.extra)
+        kwargs.update(settings.extra)
+        return kwargs
+
+    def _delay(self, attempt: int) -> float:
+        # Exponential backoff with jitter, so concurrent episodes do not retry in lockstep.
+        return self.backoff_s * (2**attempt) * (0.5 + random.random() / 2)
+
+    def _error(self, e: Exception, attempts: int) -> ModelError:
+        where = f" at {self.api_base}" if self.api_base else ""
+        status = getattr(e, "status_code", None)
+        cause = _first_line(str(e))
+        if self._api_key and self._api_key != DUMMY_API_KEY:
+            cause = cause.replace(self._api_key, "***")
+        kind = type(e).__name__ + (f" {status}" if status else "")
+        tries = f" after {attempts} attempt{'s' if attempts > 1 else ''}"
+        return ModelError(f"{self.name}{where}: {kind}{tries}: {cause}")
+
+    def _check_provider(self) -> str:
+        litellm = import_litellm()
+        try:
+            _, provider, _, _ = litellm.get_llm_provider(self.name, api_base=self.api_base)
+        except Exception:  # noqa: BLE001 - litellm raises its own BadRequestError here
+            raise ModelError(
+                f"{self.name!r} is not a model string litellm knows: use provider/model, e.g. "
+                "openai/<name> with --api-base http://host:port/v1 for vLLM or `harnessctl serve`, "
+                "anthropic/<model>, or local:<path> / oracle"
+            ) from None
+        return provider
+
+    def _find_api_key(self, api_key: str | None, api_key_env: str | None) -> str | None:
+        if api_key:
+            return api_key
+        if api_key_env:
+            value = os.environ.get(api_key_env)
+            if not value:
+                raise ModelError(f"environment variable {api_key_env} (the API key for {self.name}) is not set")
+            return value
+        provider_var = f"{self.provider.upper()}_API_KEY"
+        if self.api_base and not os.environ.get(provider_var):
+            return DUMMY_API_KEY
+        return None  # litellm reads the provider's own environment variable
+
+
+def _retryable(e: Exception, litellm: Any) -> bool:
+    """Transport errors, timeouts, rate limits and 5xx are worth retrying; other 4xx are not."""
+    ex = litellm.exceptions
+    if isinstance(e, (ex.Timeout, ex.APIConnectionError, ex.RateLimitError, ex.InternalServerError, ex.ServiceUnavailableError)):
+        return True
+    status = getattr(e, "status_code", None)
+    if isinstance(status, int):
+        return status >= 500 or status == 429
+    return False
+
+
+def _wire_message(m: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI wire form: tool-call arguments as JSON strings (servers reject objects there)."""
+    calls = m.get("tool_calls")
+    if not calls:
+        return m
+    wired = []
+    for i, c in enumerate(calls):
+        fn = dict(c.get("function", c))
+        args = fn.get("arguments", {})
+        if not isinstance(args, str):
+            fn["arguments"] = json.dumps(args if args is not None else {}, ensure_ascii=False)
+        wired.append({"id": c.get("id") or f"call_{i}", "type": "function", "function": {"name": fn.get("name", ""), "arguments": fn["arguments"]}})
+    out = dict(m)
+    out["tool_calls"] = wired
+    return out
+
+
+def _to_response(raw: Any, latency_s: float) -> ModelResponse:
+    choice = raw.choices[0]
+    message = choice.message
+    text = getattr(message, "content", None) or ""
+    reasoning = getattr(message, "reasoning_content", None)
+    if reasoning and "<think>" not in text:
+        # Servers with a reasoning parser split the think block off; put it back where the
+        # scorer measures reasoning length.
+        text = f"<think>{reasoning}</think>{text}"
+    content, calls, errors = parse_tool_calls(text)
+    for tc in getattr(message, "tool_calls", None) or []:
+        fn = tc.function
+        raw_args = fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments or {})
+        try:
+            args = json.loads(raw_args) if raw_args.strip() else {}
+        except json.JSONDecodeError:
+            args = None
+        if args is not None and not isinstance(args, dict):
+            args = None
+        calls.append(ToolCall(name=fn.name or "", arguments=args, id=tc.id or "", raw_arguments=raw_args))
+    usage = getattr(raw, "usage", None)
+    finish = choice.finish_reason or "stop"
+    return ModelResponse(
+        content=content,
+        tool_calls=calls,
+        finish_reason=finish,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        latency_s=latency_s,
+        parse_errors=errors,
+    )
+
+
+def _first_line(text: str) -> str:
+    text = text.strip()
+    line = text.splitlines()[0] if text else ""
+    return line[:300]

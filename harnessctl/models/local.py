@@ -1,0 +1,203 @@
+"""An embedded model: a Hugging Face checkpoint run in process with transformers.
+
+``local:<path>`` loads a model folder (``config.json``, weights, tokenizer with a chat template)
+from disk only; nothing is downloaded. Each turn renders the conversation with the tokenizer's
+own chat template and ``tools=``, generates, and parses tool calls from the text. The response
+carries the prompt and completion token ids and the completion's log-probabilities: the seam a
+trainer uses to drive the agent loop for RL.
+
+>>> m = LocalModel("local:.harnessctl/models/tiny")                       # doctest: +SKIP
+>>> r = m.generate([{"role": "user", "content": "hi"}], [], GenerationSettings(max_tokens=8))  # doctest: +SKIP
+>>> len(r.completion_token_ids) <= 8                                      # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harnessctl.models._quiet import quiet_transformers
+from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.runtime.record import ModelResponse
+from harnessctl.runtime.toolcall_text import parse_tool_calls
+
+PREFIX = "local:"
+#: Markers kept in decoded text even when a tokenizer lists them as special.
+_KEEP = frozenset({"<tool_call>", "</tool_call>", "<think>", "</think>"})
+
+
+def local_path(spec: str) -> Path:
+    """The folder named by a ``local:<path>`` spec (or a bare path)."""
+    return Path(spec[len(PREFIX) :] if spec.startswith(PREFIX) else spec).expanduser()
+
+
+class LocalModel:
+    """A transformers causal LM from a local folder. One ``generate`` at a time (a lock guards
+    the model); ``return_logprobs`` adds the log-probability of each generated token under the
+    model's unprocessed distribution (temperature 1).
+    """
+
+    def __init__(self, spec: str, *, device: str = "cpu", dtype: str | None = None, return_logprobs: bool = True):
+        path = local_path(spec)
+        self.name = f"{PREFIX}{path}"
+        self.path = path
+        self.return_logprobs = return_logprobs
+        if not path.is_dir():
+            raise ModelError(f"{self.name}: no such model folder (build one with `harnessctl model init --out {path}`)")
+        if not (path / "config.json").is_file():
+            raise ModelError(f"{self.name}: not a model folder (no config.json); expected a save_pretrained() checkpoint")
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise ModelError(f"{self.name}: the embedded backend needs torch and transformers ({e}); install harnessctl[train]") from None
+        try:
+            with quiet_transformers():
+                self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+                self.model = AutoModelForCausalLM.from_pretrained(
+                    path, local_files_only=True, dtype=getattr(torch, dtype) if dtype else None
+                ).to(device)
+        except (OSError, ValueError) as e:
+            raise ModelError(f"{self.name}: cannot load the checkpoint: {_first_line(e)}") from None
+        if not self.tokenizer.chat_template:
+            raise ModelError(f"{self.name}: the tokenizer has no chat template; the embedded backend needs one with tools")
+        self.model.eval()
+        self.device = device
+        self._torch = torch
+        self._lock = threading.Lock()
+        self._stop_ids = _stop_token_ids(self.tokenizer, self.model)
+        self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
+
+    def __repr__(self) -> str:
+        return f"LocalModel({self.name!r})"
+
+    def for_episode(self, case: Any, harness: Any) -> "LocalModel":
+        return self
+
+    def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+        """Token ids of the rendered conversation, ending with the assistant's generation prompt."""
+        out = self.tokenizer.apply_chat_template(
+            _template_messages(messages),
+            tools=tools or None,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+        )
+        return list(out["input_ids"])
+
+    def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
+        """One assistant turn: content, parsed tool calls, token ids and log-probabilities."""
+        torch = self._torch
+        started = time.perf_counter()
+        try:
+            prompt = self.prompt_ids(messages, tools)
+        except Exception as e:  # noqa: BLE001 - template errors are the caller's input problem
+            raise ModelError(f"{self.name}: the chat template failed on these messages: {_first_line(e)}") from None
+        if self.max_positions and len(prompt) + settings.max_tokens > self.max_positions:
+            raise ModelError(
+                f"{self.name}: prompt of {len(prompt)} tokens + max_tokens {settings.max_tokens} exceeds "
+                f"the model's {self.max_positions} positions"
+            )
+        sample = settings.temperature > 0
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": settings.max_tokens,
+            "do_sample": sample,
+            "eos_token_id": self._stop_ids,
+            "pad_token_id": self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self._stop_ids[0],
+            "return_dict_in_generate": True,
+            "output_logits": self.return_logprobs,
+        }
+        if sample:
+            kwargs["temperature"] = settings.temperature
+            kwargs["top_p"] = settings.top_p
+            kwargs["top_k"] = 0
+        else:
+            # Greedy: clear sampling defaults a checkpoint's generation_config may carry.
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        input_ids = torch.tensor([prompt], device=self.device)
+        with self._lock:
+            if settings.seed is not None:
+                torch.manual_seed(settings.seed)
+            with torch.inference_mode():
+                out = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
+        completion = out.sequences[0, len(prompt) :].tolist()
+        logprobs = None
+        if self.return_logprobs and out.logits:
+            steps = torch.stack(out.logits, dim=1)[0].float()  # (new tokens, vocab)
+            chosen = torch.tensor(completion, device=steps.device)
+            logprobs = steps.log_softmax(-1).gather(-1, chosen[:, None])[:, 0].tolist()
+        stopped = bool(completion) and completion[-1] in self._stop_ids
+        text = self.tokenizer.decode(completion[:-1] if stopped else completion, skip_special_tokens=False)
+        text = _strip_special(text, self.tokenizer)
+        content, calls, errors = parse_tool_calls(text)
+        finish = "length" if not stopped else ("tool_calls" if calls else "stop")
+        return ModelResponse(
+            content=content,
+            tool_calls=calls,
+            finish_reason=finish,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(completion),
+            latency_s=time.perf_counter() - started,
+            prompt_token_ids=prompt,
+            completion_token_ids=completion,
+            logprobs=logprobs,
+            parse_errors=errors,
+        )
+
+
+def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as chat templates expect them: tool-call arguments as objects, not JSON text."""
+    out = []
+    for m in messages:
+        calls = m.get("tool_calls")
+        if calls:
+            m = dict(m)
+            fixed = []
+            for c in calls:
+                fn = dict(c.get("function", c))
+                args = fn.get("arguments")
+                if isinstance(args, str):
+                    try:
+                        parsed = json.loads(args) if args.strip() else {}
+                        if isinstance(parsed, dict):
+                            fn["arguments"] = parsed
+                    except json.JSONDecodeError:
+                        pass  # the template writes the raw text back, as the model wrote it
+                fixed.append({"type": "function", "id": c.get("id", ""), "function": fn})
+            m["tool_calls"] = fixed
+        if m.get("content") is None:
+            m = dict(m)
+            m["content"] = ""
+        out.append(m)
+    return out
+
+
+def _stop_token_ids(tokenizer: Any, model: Any) -> list[int]:
+    ids: list[int] = []
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for value in (tokenizer.eos_token_id, gen_eos):
+        for i in value if isinstance(value, list) else [value]:
+            if isinstance(i, int) and i not in ids:
+                ids.append(i)
+    if not ids:
+        raise ModelError("the checkpoint defines no end-of-turn token (eos_token_id)")
+    return ids
+
+
+def _strip_special(text: str, tokenizer: Any) -> str:
+    # Drop turn markers a model may emit mid-text (special tokens), keep <tool_call>/<think>.
+    for tok in getattr(tokenizer, "all_special_tokens", []):
+        if tok and tok not in _KEEP:
+            text = text.replace(tok, "")
+    return text
+
+
+def _first_line(e: Exception) -> str:
+    s = str(e).strip()
+    return (s.splitlines()[0] if s else type(e).__name__)[:300]

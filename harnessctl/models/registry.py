@@ -1,0 +1,81 @@
+"""Model strings -> backends, in one place.
+
+- ``oracle`` — the simulator's reference policy (:class:`harnessctl.sim.oracle.OracleModel`);
+- ``local:<path>`` — a checkpoint run in process (:class:`~harnessctl.models.local.LocalModel`);
+- anything else — a litellm provider string (:class:`~harnessctl.models.litellm_backend.LiteLLMModel`),
+  e.g. ``openai/tiny`` with ``api_base="http://127.0.0.1:8000/v1"``.
+
+The default model (:func:`default_model_spec`): ``$HARNESSCTL_MODEL`` when set, else the trained
+embedded default at ``.harnessctl/models/default`` when that folder holds a checkpoint, else
+``oracle``. ``harnessctl model init`` builds an *untrained* tiny model (under
+``.harnessctl/models/tiny`` by default); it becomes the default only once trained into
+``.harnessctl/models/default`` or named in ``$HARNESSCTL_MODEL``.
+
+>>> resolve_model("oracle").name          # doctest: +SKIP
+'oracle'
+>>> default_model_spec(environ={}, root=Path("/nonexistent"))
+'oracle'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harnessctl.models.base import ModelBackend, ModelError
+
+ORACLE = "oracle"
+MODEL_ENV = "HARNESSCTL_MODEL"
+#: Where the trained embedded default lives, relative to the project folder.
+DEFAULT_MODEL_DIR = Path(".harnessctl") / "models" / "default"
+#: Where ``harnessctl model init`` writes the untrained tiny model unless told otherwise.
+TINY_MODEL_DIR = Path(".harnessctl") / "models" / "tiny"
+
+
+def resolve_model(
+    spec: str,
+    *,
+    api_base: str | None = None,
+    api_key_env: str | None = None,
+    timeout_s: float | None = None,
+    max_retries: int = 2,
+    extra: dict[str, Any] | None = None,
+) -> ModelBackend:
+    """The backend for a model string. Raises :class:`ModelError` with a message that says
+    what to fix (an unknown provider, a missing model folder, an unset key variable)."""
+    spec = (spec or "").strip()
+    if not spec:
+        raise ModelError("empty model string: use oracle, local:<path> or a litellm string such as openai/<name>")
+    if spec == ORACLE:
+        if api_base:
+            raise ModelError("--api-base is for served models; the oracle runs in process")
+        from harnessctl.sim.oracle import OracleModel
+
+        return OracleModel()
+    if spec.startswith("local:"):
+        if api_base:
+            raise ModelError("--api-base is for served models; local:<path> runs in process")
+        if spec == "local:":
+            raise ModelError("local: needs a path, e.g. local:.harnessctl/models/tiny")
+        from harnessctl.models.local import LocalModel
+
+        return LocalModel(spec)
+    from harnessctl.models.litellm_backend import LiteLLMModel
+
+    return LiteLLMModel(
+        spec, api_base=api_base, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=max_retries, extra=extra
+    )
+
+
+def default_model_spec(*, environ: Mapping[str, str] | None = None, root: Path | None = None) -> str:
+    """The model used when none is given (see the module docstring for the order)."""
+    environ = os.environ if environ is None else environ
+    configured = environ.get(MODEL_ENV, "").strip()
+    if configured:
+        return configured
+    folder = (root or Path.cwd()) / DEFAULT_MODEL_DIR
+    if (folder / "config.json").is_file():
+        return f"local:{folder}"
+    return ORACLE

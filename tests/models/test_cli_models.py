@@ -1,0 +1,118 @@
+"""`harnessctl model init` and `harnessctl serve`, driven through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from typer.testing import CliRunner
+
+from harnessctl.cli.main import app
+
+runner = CliRunner()
+SMALL = ["--conversations", "20", "--hidden", "32", "--intermediate", "64", "--layers", "1", "--heads", "2"]
+
+
+def test_model_init_builds_a_loadable_model_and_reports_it(tmp_path, livecommerce_path):
+    target = tmp_path / "tiny"
+    result = runner.invoke(app, ["model", "init", "--out", str(target), "-H", str(livecommerce_path), "--seed", "3", *SMALL, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["path"] == str(target)
+    assert 0 < report["parameters"] < 1_000_000
+    assert report["config"]["seed"] == 3 and report["config"]["hidden_size"] == 32
+    assert report["corpus_conversations"] == 20 and report["seconds"]["total"] > 0
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    assert AutoTokenizer.from_pretrained(target, local_files_only=True).chat_template
+    assert AutoModelForCausalLM.from_pretrained(target, local_files_only=True).num_parameters() == report["parameters"]
+
+
+def test_model_init_refuses_to_overwrite_without_force(tmp_path, livecommerce_path):
+    target = tmp_path / "tiny"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    result = runner.invoke(app, ["model", "init", "--out", str(target), "-H", str(livecommerce_path), *SMALL])
+    assert result.exit_code == 2
+    assert "already exists" in result.output and "--force" in result.output
+    assert (target / "keep.txt").read_text() == "mine"
+
+
+def test_model_init_rejects_a_bad_shape_with_the_fix(tmp_path, livecommerce_path):
+    result = runner.invoke(app, ["model", "init", "--out", str(tmp_path / "x"), "-H", str(livecommerce_path), "--hidden", "30", "--heads", "4"])
+    assert result.exit_code == 2
+    assert "multiple of num_heads" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_serve_a_missing_model_folder_is_a_clear_error(tmp_path):
+    result = runner.invoke(app, ["serve", f"local:{tmp_path / 'nope'}", "--port", "0"])
+    assert result.exit_code == 2
+    assert "no such model folder" in result.output and "model init" in result.output
+
+
+def test_serve_needs_the_key_variable_it_names(tiny_model_path):
+    result = runner.invoke(app, ["serve", str(tiny_model_path), "--api-key-env", "SURELY_NOT_SET_KEY"])
+    assert result.exit_code == 2
+    assert "SURELY_NOT_SET_KEY is not set" in result.output
+
+
+def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harnessctl.cli.main", "serve", str(tiny_model_path), "--port", "0", "--name", "tiny"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 60
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if " at http://" in line:
+                url = line.split(" at ", 1)[1].split()[0]
+        assert url, proc.stderr.read()
+        with urllib.request.urlopen(url + "/models", timeout=10) as r:
+            assert [m["id"] for m in json.loads(r.read())["data"]] == ["tiny"]
+        body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode()
+        req = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            answer = json.loads(r.read())
+        assert answer["choices"][0]["message"]["role"] == "assistant"
+        assert answer["usage"]["completion_tokens"] >= 1
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("serve did not stop on Ctrl-C")
+    assert proc.returncode == 0
+
+
+def test_serve_execs_vllm_with_the_hermes_parser_when_it_can_run(tiny_model_path, monkeypatch):
+    from harnessctl.models import server
+
+    launched = {}
+    monkeypatch.setattr(server, "vllm_available", lambda: True)
+    monkeypatch.setattr(server, "exec_vllm", lambda spec, **kw: launched.update(spec=spec, **kw))
+    monkeypatch.setenv("SERVE_KEY", "sk-serve")
+    result = runner.invoke(app, ["serve", str(tiny_model_path), "--port", "8011", "--name", "tiny", "--api-key-env", "SERVE_KEY"])
+    assert result.exit_code == 0, result.output
+    assert launched == {"spec": f"local:{tiny_model_path}", "host": "127.0.0.1", "port": 8011, "served_name": "tiny", "api_key": "sk-serve"}
+    cmd = server.vllm_command(launched["spec"], host="127.0.0.1", port=8011, served_name="tiny")
+    assert cmd[:3] == ["vllm", "serve", str(tiny_model_path)]
+    assert "--enable-auto-tool-choice" in cmd and cmd[cmd.index("--tool-call-parser") + 1] == "hermes"
+    assert "sk-serve" not in " ".join(cmd)  # the key travels in VLLM_API_KEY, never on the command line
+
+
+def test_serve_refuses_the_oracle():
+    result = runner.invoke(app, ["serve", "oracle"])
+    assert result.exit_code == 2 and "cannot be served" in result.output
