@@ -178,6 +178,20 @@ def _number(body: dict[str, Any], key: str, default: float, *, low: float, high:
 # -- the HTTP server ------------------------------------------------------------------------
 
 
+class _QuietHTTPServer(ThreadingHTTPServer):
+    """A client that hangs up mid-response (a timeout, a cancelled eval) is normal for a
+    server under load: log it at debug level instead of printing a traceback to stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)):
+            log.debug("client %s disconnected: %s", client_address, exc)
+            return
+        log.exception("error while serving %s", client_address)
+
+
 class EmbeddedServer:
     """An OpenAI-compatible HTTP server for one backend, on ``host:port`` (port 0: any free one).
 
@@ -196,7 +210,7 @@ class EmbeddedServer:
         self.backend = backend
         self.model_name = model_name or _default_served_name(backend)
         self._api_key = api_key
-        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._httpd = _QuietHTTPServer((host, port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
         self._stats_lock = threading.Lock()
