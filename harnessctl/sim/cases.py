@@ -677,7 +677,9 @@ def case_from_query(
     if product_id is None or not catalog.has_product(product_id):
         if product_id is not None:
             raise KeyError(f"no product {product_id!r} in the catalog (ids look like {catalog.products[0]['id']})")
-        product_id = catalog.products[0]["id"]
+        # No product on screen given: the one the viewer names, else the first of the catalog.
+        named = catalog.find(query)
+        product_id = named[0]["id"] if named else catalog.products[0]["id"]
     product = catalog.product(product_id)
     viewer = dict(viewer or {})
     viewer.setdefault("handle", "@viewer")

@@ -120,7 +120,9 @@ def test_an_untrained_model_runs_through_every_suite_and_gets_nowhere(tmp_path, 
     for name in AGENT_SUITES:
         s = data["suites"][name]
         assert s["pass_rate"] == 0.0 and s["components"]["correctness"] == 0.0, name  # not one case right
-        assert s["score"] < 50.0, name  # what is left is the scorer's credit for harm not done
+        # Conduct (short, compliant, cheap) earns nothing when nothing of the task was done;
+        # a case that needs no tool can still credit "no wrong call" a little.
+        assert s["score"] < 20.0, name
     # Random text can satisfy an instruction such as "no commas" by chance, never all of them.
     assert data["suites"]["ifeval"]["ifeval"]["instruction_strict"] < 100.0
 
