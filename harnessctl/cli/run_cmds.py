@@ -235,8 +235,13 @@ def serve(
 def _serve_spec(model: str) -> str:
     if model == "oracle" or model.startswith("local:"):
         return model
-    if Path(model).expanduser().is_dir():
+    path = Path(model).expanduser()
+    if path.is_dir():
         return f"local:{model}"
+    if model.startswith(("/", "./", "../", "~")) or path.exists():
+        # Meant as a folder: say what is wrong with it, not that it is no litellm string.
+        what = "is not a folder" if path.exists() else "does not exist"
+        raise CLIError(f"{model} {what}: serve a model folder (e.g. one made by `harnessctl model init --out PATH`)")
     return model
 
 

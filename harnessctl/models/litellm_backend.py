@@ -182,6 +182,11 @@ class LiteLLMModel:
         if self._api_key and self._api_key != DUMMY_API_KEY:
             cause = cause.replace(self._api_key, "***")
         kind = type(e).__name__ + (f" {status}" if status else "")
+        refused = _connection_failure(e)
+        if refused is not None:
+            # litellm reports a refused connection as "InternalServerError 500": no server
+            # answered at all, so say that instead of blaming one.
+            kind, cause = "ConnectionError", f"cannot connect ({refused})"
         tries = f" after {attempts} attempt{'s' if attempts > 1 else ''}"
         return ModelError(f"{self.name}{where}: {kind}{tries}: {cause}")
 
@@ -209,6 +214,21 @@ class LiteLLMModel:
         if self.api_base and not os.environ.get(provider_var):
             return DUMMY_API_KEY
         return None  # litellm reads the provider's own environment variable
+
+
+def _connection_failure(e: BaseException) -> str | None:
+    """Why no connection was made (e.g. ``[Errno 111] Connection refused``), when the error's
+    cause chain says the server was never reached; else None."""
+    seen: set[int] = set()
+    found: str | None = None
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        name = type(cur).__name__
+        if isinstance(cur, ConnectionError) or name in ("ConnectError", "APIConnectionError"):
+            found = _first_line(str(cur)) or name
+        cur = cur.__cause__ or cur.__context__
+    return found
 
 
 def _retryable(e: Exception, litellm: Any) -> bool:

@@ -239,6 +239,7 @@ _EMOJI = ("😍", "🙏", "✨", "💕", "🔥", "😊")
 # First match wins, so the order settles overlaps ("my order arrived broken" is a complaint,
 # "when will my order arrive" order status, "when will it arrive" shipping).
 _ORDER_RE = re.compile(r"\b([A-Za-z]{2}\d{6})\b")
+_PROMO_WORDS = r"\b(coupon|coupons|code|codes|discount|discounts|deal|deals|promo|voucher|vouchers)\b"
 _RULES: list[tuple[str, re.Pattern[str]]] = [
     (intent, re.compile(pattern, re.IGNORECASE))
     for intent, pattern in [
@@ -252,8 +253,10 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         ("shipping", r"\b(ship|shipping|deliver|delivery|arrive|postage)\b"),
         ("size_advice", r"(\b(which|what) size\b|\bsize for\b|\bfits?\b|\btall\b|\d{3}\s*cm\b|\bruns? (small|big|large)\b)"),
         ("stock", r"\b(stock|left|sold out|available|still have)\b"),
-        ("promotion", r"\b(coupon|code|discount|discounts|deal|deals|promo|voucher)\b"),
+        # Price before promotion: "how much? any coupon?" asks both, and the price answer
+        # (live price and the best coupon) covers both; a coupon-only ask stays a promotion.
         ("price", r"(\bhow much\b|\bhw much\b|\bprice\b|\bcost\b|\bexpensive\b|\$\$)"),
+        ("promotion", _PROMO_WORDS),
         ("product_info", r"\b(made of|tell me about|tell me more|what does|details|describe|ingredients|special about|features|what is the)\b"),
         ("greeting", r"\b(hi|hello|hey|joined|evening|morning|love this|thank|thanks|first time)\b"),
     ]
@@ -298,6 +301,11 @@ def expectation_for(intent: str, slots: dict[str, Any], catalog: Catalog, contex
         best = F.best_coupon(catalog.promotions_for(p["id"]), p["live_price"], now)
         if intent == "price":
             exp.facts = [F.money(p["live_price"])] + ([best["code"]] if best else [])
+            if best and slots.get("asks_coupon"):
+                # "how much? any coupon?": the coupon's terms are part of the answer too.
+                exp.facts.append(F.discount_phrase(best))
+                if best.get("ends_at") and F.ends_today(best["ends_at"], now):
+                    exp.facts.append(F.clock(best["ends_at"]))
         elif best:
             exp.facts = [best["code"], F.discount_phrase(best)]
             if best.get("ends_at") and F.ends_today(best["ends_at"], now):
@@ -725,6 +733,8 @@ def _slots(query: str, intent: str, product: dict[str, Any], catalog: Catalog, v
         slots["region_said"] = said
     elif viewer.get("region"):
         slots["region"] = viewer["region"]
+    if intent == "price" and re.search(_PROMO_WORDS, low):
+        slots["asks_coupon"] = True
     if intent in ("complaint", "human_request"):
         slots["urgency"] = "high" if any(w in low for w in _DAMAGE_WORDS) else "normal"
     return slots

@@ -142,16 +142,32 @@ def _price(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
     lst = F.money(card["list_price"]) if isinstance(card.get("list_price"), (int, float)) and card["list_price"] > live else None
     n = _subject(name)
     out = []
+    asks_coupon = bool(slots.get("asks_coupon"))
     if best:
         code, disc = best["code"], F.discount_phrase(best)
+        if asks_coupon:
+            # The viewer asked about coupons as well: give the coupon's terms, end time included.
+            disc += _ends_today(best, found.promos.get(pid) or {})
         if lst:
             out.append(f"{n} is {p} in the live room (was {lst}), and code {code} gives {disc}!")
         out += [f"{n} is {p} live, and code {code} gives {disc}!", f"{n} is {p} live, code {code} for {disc}.", f"{p} live, code {code} for {disc}.", f"{p}, code {code}."]
+    elif asks_coupon and "coupons" in (found.promos.get(pid) or {}):
+        if lst:
+            out.append(f"{n} is {p} in the live room, down from {lst}; no coupon right now!")
+        out += [f"{n} is {p} live, no coupon right now!", f"{p} live, no coupon now."]
     else:
         if lst:
             out.append(f"{n} is {p} in the live room, down from {lst}!")
         out += [f"{n} is {p} live!", f"{p} live!"]
     return out
+
+
+def _ends_today(coupon: dict[str, Any], promos: dict[str, Any]) -> str:
+    """`` until 21:00`` for a coupon that ends today by the promotions tool's clock, else ''."""
+    as_of = promos.get("as_of")
+    if coupon.get("ends_at") and as_of and F.ends_today(coupon["ends_at"], as_of):
+        return f" until {F.clock(coupon['ends_at'])}"
+    return ""
 
 
 def _promotion(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[str]:
@@ -170,10 +186,7 @@ def _promotion(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> l
             return [f"No coupon on {n} right now, but it's {F.money(live)} in the live room!", f"No coupon now, it's {F.money(live)} live!", f"{F.money(live)} live!"]
         return [f"No coupon on {n} right now, sorry!", "No coupon right now!"]
     code, disc = best["code"], F.discount_phrase(best)
-    ends = ""
-    as_of = promos.get("as_of")
-    if best.get("ends_at") and as_of and F.ends_today(best["ends_at"], as_of):
-        ends = f" until {F.clock(best['ends_at'])}"
+    ends = _ends_today(best, promos)
     return [
         f"Use code {code} for {disc} on {n}{ends}! 🎉",
         f"Use code {code} for {disc}{ends}!",

@@ -537,5 +537,7 @@ def _collect(v: Any, key: str, numbers: set[float], money: set[float], words: se
         for k, x in v.items():
             _collect(x, str(k), numbers, money, words)
     elif isinstance(v, list):
+        # How many things a tool listed is a number it gave ("comes in 4 sizes").
+        numbers.add(float(len(v)))
         for x in v:
             _collect(x, key, numbers, money, words)

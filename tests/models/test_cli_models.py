@@ -57,6 +57,15 @@ def test_serve_a_missing_model_folder_is_a_clear_error(tmp_path):
     assert "no such model folder" in result.output and "model init" in result.output
 
 
+@pytest.mark.parametrize("where, says", [("nope", "does not exist"), ("file.txt", "is not a folder")])
+def test_serve_a_path_that_is_no_model_folder_names_the_path(tmp_path, where, says):
+    (tmp_path / "file.txt").write_text("x")
+    result = runner.invoke(app, ["serve", str(tmp_path / where), "--port", "0"])
+    assert result.exit_code == 2
+    assert says in result.output and "model init" in result.output
+    assert "litellm" not in result.output and "Traceback" not in result.output
+
+
 def test_serve_needs_the_key_variable_it_names(tiny_model_path):
     result = runner.invoke(app, ["serve", str(tiny_model_path), "--api-key-env", "SURELY_NOT_SET_KEY"])
     assert result.exit_code == 2

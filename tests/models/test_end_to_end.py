@@ -120,6 +120,7 @@ def test_run_against_an_unreachable_server_says_so_and_exits_2(livecommerce_path
     result = runner.invoke(app, ["run", "-q", "hi", "-m", "openai/x", "--api-base", f"http://127.0.0.1:{port}/v1", "-H", str(livecommerce_path)])
     assert result.exit_code == 2
     assert "failed" in result.output and "is the server at" in result.output
+    assert "cannot connect" in result.output and "InternalServerError" not in result.output
     assert "Traceback" not in result.output
 
 
@@ -128,12 +129,14 @@ def test_run_against_an_unreachable_server_says_so_and_exits_2(livecommerce_path
     [
         (["-m", "nonsense-provider/x"], "not a model string litellm knows"),
         (["-m", "local:/no/such/folder"], "no such model folder"),
+        (["-m", "local:."], "not a model folder (no config.json)"),
+        (["-q", "   "], "the query is empty"),
         (["-p", "P999"], "no product 'P999' in the catalog"),
         (["-m", "oracle", "--api-base", "http://127.0.0.1:1/v1"], "--api-base is for served models"),
     ],
 )
 def test_run_bad_input_is_a_clear_message_and_exit_2(livecommerce_path, args, message):
-    result = runner.invoke(app, ["run", "-q", "how much?", "-H", str(livecommerce_path), *args])
+    result = runner.invoke(app, ["run", "-q", "how much?", "-H", str(livecommerce_path), *args])  # a later -q wins
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output

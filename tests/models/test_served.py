@@ -204,6 +204,8 @@ def test_unreachable_server_is_a_model_error():
     with pytest.raises(ModelError) as e:
         m.generate(USER, [], FAST)
     assert "Connection" in str(e.value) and "after 2 attempts" in str(e.value)
+    # No server answered, so the message blames none: litellm's own "500" is not repeated.
+    assert "cannot connect" in str(e.value) and "500" not in str(e.value)
 
 
 # -- keys ----------------------------------------------------------------------------------

@@ -159,3 +159,27 @@ def test_a_bad_log_line_is_named(tmp_path, name, content, fragment):
     with pytest.raises(ValueError) as e:
         import_query_log(path)
     assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("query", ["how much is the one on screen? any coupon?", "price? any discount code?", "how much, and is there a promo"])
+def test_a_comment_that_asks_price_and_coupon_expects_both(query):
+    """Both are the price_promo skill's job; its rules say to quote the live-room price."""
+    c = case_from_query(query, "P003")
+    assert c.intent == "price" and c.slots["asks_coupon"] is True
+    assert c.expect.facts == ["$22.99", "BEAUTY15", "15% off", "21:00"]
+    assert case_from_query("any coupon for this?", "P003").intent == "promotion"
+
+
+def test_the_oracle_answers_price_and_coupon_together(shipped, catalog):
+    from harnessctl.runtime import run_episode
+    from harnessctl.sim import OracleModel, score_episode
+
+    c = case_from_query("how much is the one on screen? any coupon?", "P003", catalog)
+    rec = run_episode(shipped, c, OracleModel())
+    assert "$22.99" in rec.reply and "BEAUTY15" in rec.reply and "until 21:00" in rec.reply
+    assert score_episode(rec, c).total == 1.0
+    # Without a coupon the answer says so, next to the price.
+    c = next(c for p in catalog.products if len((c := case_from_query("how much? any coupon?", p["id"], catalog)).expect.facts) == 1)
+    rec = run_episode(shipped, c, OracleModel())
+    assert "no coupon" in rec.reply and c.expect.facts[0] in rec.reply
+    assert score_episode(rec, c).total == 1.0

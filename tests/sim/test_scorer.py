@@ -177,3 +177,35 @@ def test_a_persistent_fault_excuses_the_facts_that_tool_would_have_given(shipped
     # A coupon code the failed tool never gave is an invention.
     _, invented = score(shipped, case, [LOAD_PRICE, FETCH, retry, GOOD_REPLY])
     assert "hallucinated_number:BEAUTY15" in invented.failures and not invented.passed
+
+
+def test_a_reply_that_answers_nothing_fails_even_after_the_right_calls(shipped, price_case):
+    """Polite filler is compliant, short and cheap: none of that earns a pass for a price ask."""
+    _, b = score(shipped, price_case, [LOAD_PRICE, FETCH, "Thanks for watching!"])
+    assert b.correctness == 0.0
+    assert {"missing_fact:$18.99", "missing_fact:BEAUTY15"} <= set(b.failures)
+    assert b.total <= 0.5 and not b.passed
+
+
+def test_a_count_of_what_a_tool_listed_is_grounded_but_an_invented_count_is_not(shipped):
+    case = case_from_query("how much is the one on screen?", "P021")  # Linen Shirt: S, M, L, XL
+    load = call("load_skill", name="explain_price")
+    fetch = call("get_product_details", product_id="P021") + call("get_promotions", product_id="P021")
+    _, counted = score(shipped, case, [load, fetch, "Linen Shirt is $24.99 live, code LINEN15 gives 15% off, in 4 sizes!"])
+    assert counted.total == 1.0 and counted.failures == []
+    _, invented = score(shipped, case, [load, fetch, "Linen Shirt is $24.99 live, code LINEN15 gives 15% off, in 37 sizes!"])
+    assert "hallucinated_number:37" in invented.failures and not invented.passed
+
+
+def test_arguments_that_differ_only_in_case_and_spacing_are_the_right_call(shipped, price_case):
+    fetch = call("get_product_details", product_id="p001") + call("get_promotions", product_id=" P001 ")
+    rec, b = score(shipped, price_case, [LOAD_PRICE, fetch, GOOD_REPLY])
+    assert all(s.ok for s in rec.tool_steps)
+    assert b.components == {k: 1.0 for k in WEIGHTS} and b.passed
+
+
+def test_a_right_answer_made_without_the_tools_is_not_grounded(shipped, price_case):
+    """Numbers the model was never given are inventions, even when they happen to be right."""
+    _, b = score(shipped, price_case, [GOOD_REPLY])
+    assert "hallucinated_number:$18.99" in b.failures and "skipped_skill" in b.failures
+    assert b.total == 0.0 and not b.passed
