@@ -31,6 +31,10 @@ def resolve_harness_path(path: Path | None) -> Path:
     if path is not None:
         if not path.exists():
             raise CLIError(f"{path}: no such harness folder (check -H/--harness)")
+        if path.is_file():
+            folder = path.parent
+            hint = f"pass the folder that holds it: -H {folder}" if is_harness_dir(folder) else "pass a harness folder (the one that holds harness.yaml)"
+            raise CLIError(f"{path}: is a file, not a harness folder — {hint}")
         if not is_harness_dir(path):
             raise CLIError(f"{path}: not a harness folder (no harness.yaml); run `harnessctl init {path}` to create one")
         return path

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from harnessctl.harness.errors import Issue
 from harnessctl.harness.starter import harness_name_for, write_starter
-from harnessctl.harness.validate import HarnessCheck, check_harness_dir, schema_name
+from harnessctl.harness.validate import HarnessCheck, check_harness_dir, issue_under
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import EXIT_BAD_INPUT, EXIT_OK, CLIError, cli_errors, out, print_json
@@ -49,7 +49,7 @@ def validate(
             raise CLIError("give the harness folder once: as PATH or with -H, not both")
         root = resolve_harness_path(path if path is not None else harness)
         check = check_harness_dir(root)
-    issues = [_shown(root, i) for i in check.issues]
+    issues = [issue_under(root, i) for i in check.issues]
     if json_output:
         print_json(_as_json(root, check, issues))
     elif check.ok:
@@ -60,15 +60,6 @@ def validate(
         count = len(issues)
         out.print(f"[red]✗[/] {escape(str(root))}: {count} problem{'s' if count != 1 else ''}")
     raise typer.Exit(EXIT_OK if check.ok else EXIT_BAD_INPUT)
-
-
-def _shown(root: Path, issue: Issue) -> Issue:
-    """The issue with its file shown as the user reaches it: under the harness path as given."""
-    file = issue.file
-    is_harness_file = schema_name(file) is not None or file.rstrip("/") in ("skills", "tools")
-    if file and is_harness_file and not Path(file).is_absolute():
-        file = str(root / file) + ("/" if file.endswith("/") else "")
-    return dataclasses.replace(issue, file=file)
 
 
 def _summary(check: HarnessCheck) -> str:

@@ -189,7 +189,7 @@ def log(
         label = Text(e.label, style="bold magenta" if e.version else "dim")
         table.add_row(label, e.date.strftime("%Y-%m-%d %H:%M"), e.commit[:7], Text(e.summary))
     if not entries:
-        out.print("no commits touch this harness yet")
+        out.print("no commits touch this harness yet — commit it (git add, git commit), then mark a version with `harnessctl tag v1`")
         return
     out.print(table)
 
@@ -296,7 +296,7 @@ def _change_lines(c: Change) -> list[Text]:
         if c.field == "tools":
             head.append(f"  tools reordered: {', '.join(c.from_)} → {', '.join(c.to)}")
         else:
-            head.append(f"  moved from position {c.from_} to {c.to}")
+            head.append(f"  {_move_words(c)}")
     elif c.kind == PARAMETERS_CHANGED:
         head.append("  parameters changed")
         head.append(" (breaking)" if c.breaking else " (non-breaking)", style="bold red" if c.breaking else "green")
@@ -328,6 +328,15 @@ def _change_lines(c: Change) -> list[Text]:
     else:
         head.append(f"  {c.field} ").append(_short(c.from_), style="red").append(" → ").append(_short(c.to), style="green")
     return [head.append_text(impact), *lines]
+
+
+def _move_words(c: Change) -> str:
+    """A reorder as a reviewer reads it: which way, where it now sits (and the positions)."""
+    where = f"now after {c.after}" if c.after else "now first"
+    if c.from_ == c.to:  # others were added or removed around it: only its neighbours tell
+        return f"moved: {where} (position {c.to}, as before)"
+    way = "up" if c.to < c.from_ else "down"
+    return f"moved {way}: {where} (position {c.from_} → {c.to})"
 
 
 def _word_line(c: Change) -> Text:

@@ -4,8 +4,10 @@ Elements are matched by their stable ``key``, never by name or position, so:
 
 - a new name on the same key is one ``renamed`` event (old → new), never a remove + add;
 - a change of order is one ``reordered`` event per moved element (with its old and new
-  1-based positions), not a change of content — an element pushed down because another one
-  was inserted before it has not moved;
+  1-based positions and the key it now follows), not a change of content — an element pushed
+  down because another one was inserted before it has not moved, and of the elements that keep
+  their relative order, those still at their old position are the ones kept (swapping the first
+  and last of three moves two, not the middle one);
 - text edits (rules, prompt blocks, descriptions) carry a word-level diff;
 - numeric and hook fields carry their old → new values;
 - tool parameter changes are classed breaking or not (see :func:`compare_parameters`).
@@ -91,7 +93,8 @@ class Change:
     ``element`` is one of :data:`ELEMENTS`; ``key`` is the element's stable key (a rule's key
     within its skill, named by ``parent``; a hook's section such as ``retry``; a guard's type).
     ``field`` names the field of a ``changed`` event. For ``reordered``, ``from_``/``to`` are
-    1-based positions.
+    1-based positions and ``after`` is the key of the element it now follows (None: now first)
+    — the positions can be equal when elements were also added or removed around it.
     """
 
     kind: str
@@ -105,6 +108,7 @@ class Change:
     words: list[WordSpan] | None = None
     parameters: list[ParameterChange] | None = None
     impact: str = PATCH
+    after: str | None = None
 
     @property
     def path(self) -> str:
@@ -123,6 +127,8 @@ class Change:
             d["words"] = [{"op": w.op, "text": w.text} for w in self.words]
         if self.parameters is not None:
             d["parameters"] = [p.to_dict() for p in self.parameters]
+        if self.kind == REORDERED and self.field is None:
+            d["after"] = self.after
         d["impact"] = self.impact
         return d
 
@@ -352,27 +358,55 @@ def _keyed(
             out += compare(x, y)
     keys_a, keys_b = [x.key for x in a], [y.key for y in b]
     for key in moved_keys(keys_a, keys_b):
-        out.append(Change(REORDERED, element, key, keys_a.index(key) + 1, keys_b.index(key) + 1, parent=parent))
+        i = keys_b.index(key)
+        after = keys_b[i - 1] if i > 0 else None
+        out.append(Change(REORDERED, element, key, keys_a.index(key) + 1, i + 1, parent=parent, after=after))
     return out
 
 
 def moved_keys(before: list[str], after: list[str]) -> list[str]:
     """The keys that changed place: those outside a longest run kept in the same relative order.
 
-    Insertions and removals do not move the others:
+    Insertions and removals do not move the others, and among equally long runs the one that
+    keeps the most elements at their old position wins, so a swap reports the swapped ones:
 
     >>> moved_keys(["a", "b", "c", "d"], ["a", "x", "c", "b", "d"])
     ['b']
+    >>> moved_keys(["a", "b", "c"], ["c", "b", "a"])
+    ['c', 'a']
     """
     in_after = {k: i for i, k in enumerate(after)}
-    common = [k for k in before if k in in_after]
-    kept = _longest_increasing([in_after[k] for k in common])
-    moved = [k for i, k in enumerate(common) if i not in kept]
+    common = [(i, k) for i, k in enumerate(before) if k in in_after]
+    seq = [in_after[k] for _, k in common]
+    same = [i == in_after[k] for i, k in common]
+    kept = _longest_increasing(seq, same)
+    moved = [k for n, (_, k) in enumerate(common) if n not in kept]
     return sorted(moved, key=in_after.__getitem__)
 
 
-def _longest_increasing(seq: list[int]) -> set[int]:
-    """Indexes of one longest strictly increasing subsequence of ``seq`` (patience sorting)."""
+#: Above this many common elements, the tie-break by unchanged position is skipped (quadratic).
+_TIE_BREAK_MAX = 2000
+
+
+def _longest_increasing(seq: list[int], same: list[bool] | None = None) -> set[int]:
+    """Indexes of one longest strictly increasing subsequence of ``seq``; among the longest,
+    one with the most indexes ``i`` where ``same[i]`` (elements that did not change position)."""
+    if same is not None and any(same) and len(seq) <= _TIE_BREAK_MAX:
+        best: list[tuple[int, int]] = []  # (length, unchanged kept) of the best run ending at i
+        prev = [-1] * len(seq)
+        for i, v in enumerate(seq):
+            score = (1, int(same[i]))
+            for j in range(i):
+                if seq[j] < v and (best[j][0] + 1, best[j][1] + same[i]) > score:
+                    score = (best[j][0] + 1, best[j][1] + same[i])
+                    prev[i] = j
+            best.append(score)
+        keep: set[int] = set()
+        i = max(range(len(seq)), key=best.__getitem__) if seq else -1
+        while i != -1:
+            keep.add(i)
+            i = prev[i]
+        return keep
     tails: list[int] = []  # index into seq of the smallest tail of each run length
     tail_values: list[int] = []
     prev = [-1] * len(seq)
@@ -385,7 +419,7 @@ def _longest_increasing(seq: list[int]) -> set[int]:
             tail_values[j] = v
             tails[j] = i
         prev[i] = tails[j - 1] if j > 0 else -1
-    keep: set[int] = set()
+    keep = set()
     i = tails[-1] if tails else -1
     while i != -1:
         keep.add(i)
@@ -636,7 +670,8 @@ def summary_phrases(changes: Iterable[Change]) -> list[str]:
             if c.field == "tools":
                 phrases.append(f"skill {c.key} tools reordered")
             else:
-                phrases.append(f"{word} {c.path} moved {c.from_}→{c.to}")
+                where = f"after {c.after}" if c.after else "first"
+                phrases.append(f"{word} {c.path} moved {where}" if c.from_ == c.to else f"{word} {c.path} moved {c.from_}→{c.to}")
         elif c.kind == PARAMETERS_CHANGED:
             phrases.append(f"tool {c.key} parameters changed" + (" (breaking)" if c.breaking else ""))
         elif c.element == "rule" and c.words is not None:

@@ -1,8 +1,9 @@
 """Load a harness folder into :class:`~harnessctl.harness.model.Harness`.
 
 Files are read with ruamel.yaml in round-trip mode so that comments and key order survive a
-programmatic edit (see :mod:`harnessctl.harness.store` for saving). A harness file is data: it
-never runs code and never reaches outside its folder.
+programmatic edit (see :mod:`harnessctl.harness.save`). A harness file is data: it never runs
+code and never reaches outside its folder. Skills and tools come in the order of their file
+names, or in the order harness.yaml lists their keys under ``order: {skills: [...], tools: [...]}``.
 
 >>> h = load_harness("harnesses/livecommerce")   # doctest: +SKIP
 >>> [s.key for s in h.skills][:2]                 # doctest: +SKIP
@@ -58,9 +59,11 @@ def harness_files(root: str | Path) -> list[str]:
     return files
 
 
-def read_documents(root: str | Path) -> dict[str, Any]:
+def read_documents(root: str | Path, *, round_trip: bool = True) -> dict[str, Any]:
     """Read every harness file under ``root`` into round-trip YAML documents, by relative path.
 
+    ``round_trip=False`` reads plain dicts and lists instead (faster; no comments, no line
+    numbers — for reading a harness, not for editing it or pointing at a line).
     Raises :class:`HarnessError` listing every file that cannot be read safely.
     """
     root = Path(root)
@@ -74,7 +77,7 @@ def read_documents(root: str | Path) -> dict[str, Any]:
     issues: list[Issue] = folder_issues(root, (SKILLS_DIR, TOOLS_DIR))
     for rel in harness_files(root):
         try:
-            docs[rel] = read_yaml_file(root, rel)
+            docs[rel] = read_yaml_file(root, rel, round_trip=round_trip)
         except HarnessError as e:
             issues += e.issues
     if issues:
@@ -134,6 +137,9 @@ def build_harness(docs: dict[str, Any], root: str | None = None) -> Harness:
             )
             h.tools.append(tool)
             h.sources[f"tool:{tool.key}"] = rel
+    order = top.get("order") if isinstance(top.get("order"), dict) else {}
+    h.skills = _in_order(h.skills, order.get("skills"))
+    h.tools = _in_order(h.tools, order.get("tools"))
     hooks = docs.get(HOOKS_FILE) or {}
     retry = hooks.get("retry") or {}
     message = hooks.get("message") or {}
@@ -152,14 +158,24 @@ def load_harness(root: str | Path, *, validate: bool = True) -> Harness:
     >>> h.constraint("max_reply_chars")                    # doctest: +SKIP
     120
     """
-    docs = read_documents(root)
+    docs = read_documents(root, round_trip=False)
     if validate:
         from .validate import validate_documents
 
         issues = validate_documents(docs, root=str(root))
         if issues:
-            raise HarnessError(issues)
+            # Read again with positions, so that every issue names its line and column.
+            raise HarnessError(validate_documents(read_documents(root), root=str(root)) or issues)
     return build_harness(docs, root=str(root))
+
+
+def _in_order(items: list[Any], keys: Any) -> list[Any]:
+    """``items`` in the order of ``keys`` (harness.yaml ``order:``); without it, file-name order.
+    Keys it does not name keep their file order after the named ones (validation reports them)."""
+    if not isinstance(keys, list):
+        return items
+    rank = {str(k): i for i, k in enumerate(keys)}
+    return sorted(items, key=lambda x: rank.get(x.key, len(rank)))  # stable: ties keep file order
 
 
 def _num(v: Any) -> int | float:

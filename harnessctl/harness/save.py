@@ -14,9 +14,10 @@ the one given. A new folder is written next to its final place and renamed into 
 existing folder only the files whose bytes change are replaced (each atomically), and skill
 or tool files of elements that no longer exist are removed.
 
-Skills and tools load in file-name order, so that order is their order in the prompt and the
-tool list. When the harness lists them in an order file names cannot give, their files get a
-position prefix (``01-greeting.yaml``); the key inside the file stays the identity.
+Skills and tools load in file-name order unless harness.yaml lists their keys under
+``order:``. A skill or tool keeps its file (``skills/<key>.yaml`` when new); when the harness
+holds them in an order the file names do not give — or the base already lists one — the order
+is written to harness.yaml, so a reorder is a one-line change, never a renamed file.
 
 >>> h = load_harness("harnesses/livecommerce")                       # doctest: +SKIP
 >>> h.prompt.constraints["max_reply_chars"].value = 100              # doctest: +SKIP
@@ -48,7 +49,7 @@ from ruamel.yaml.scalarstring import (
 from .errors import HarnessError, Issue
 from .loader import HARNESS_FILE, HOOKS_FILE, PROMPT_FILE, SKILLS_DIR, TOOLS_DIR, build_harness, is_harness_dir, read_documents
 from .model import Guard, Harness
-from .yamlio import dump_yaml, folder_issues, parse_yaml
+from .yamlio import dump_yaml, folder_issues, parse_yaml, parse_yaml_data
 
 #: Texts longer than this are written as folded blocks (``>-``) in fresh files.
 FOLD_ABOVE = 100
@@ -106,7 +107,9 @@ def render_harness_files(harness: Harness, *, base: str | Path | dict[str, Any] 
     """
     base_docs = _base_documents(base)
     plain = _plain_documents(harness)
-    names = _file_names(harness, base_docs)
+    names, order = _file_names(harness, base_docs)
+    if order:
+        _put_order(plain[HARNESS_FILE], order)
     texts: dict[str, str] = {}
     for rel in (HARNESS_FILE, PROMPT_FILE, HOOKS_FILE):
         texts[rel] = _render(rel, plain[rel], base_docs.get(rel))
@@ -210,8 +213,11 @@ def _find(base_docs: dict[str, Any], folder: str, key: str) -> Any:
     return None
 
 
-def _file_names(h: Harness, base_docs: dict[str, Any]) -> dict[str, str]:
+def _file_names(h: Harness, base_docs: dict[str, Any]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The file of every skill and tool, and the ``order:`` lists harness.yaml needs."""
     names: dict[str, str] = {}
+    order: dict[str, list[str]] = {}
+    base_order = _mapping_of(_mapping_of(base_docs.get(HARNESS_FILE)).get("order"))
     for kind, folder, keys in (("skill", SKILLS_DIR, [s.key for s in h.skills]), ("tool", TOOLS_DIR, [t.key for t in h.tools])):
         chosen: list[str] = []
         for key in keys:
@@ -219,13 +225,34 @@ def _file_names(h: Harness, base_docs: dict[str, Any]) -> dict[str, str]:
                 (rel for rel, d in base_docs.items() if rel.startswith(folder + "/") and isinstance(d, dict) and d.get("key") == key),
                 None,
             )
-            chosen.append(found or f"{folder}/{key}.yaml")
-        if sorted(chosen) != chosen or len(set(chosen)) != len(chosen):
-            # File names cannot give this order: prefix each with its position.
-            width = max(2, len(str(len(keys))))
-            chosen = [f"{folder}/{i:0{width}d}-{key}.yaml" for i, key in enumerate(keys, 1)]
+            chosen.append(found or "")
+        taken = set(chosen)
+        for i, key in enumerate(keys):
+            if not chosen[i]:  # a new element: <key>.yaml, unless an old file of another key has that name
+                rel, n = f"{folder}/{key}.yaml", 2
+                while rel in taken:
+                    rel, n = f"{folder}/{key}-{n}.yaml", n + 1
+                chosen[i] = rel
+                taken.add(rel)
+        if sorted(chosen) != chosen or isinstance(base_order.get(f"{kind}s"), list):
+            order[f"{kind}s"] = list(keys)  # file names cannot give this order (or the author lists it)
         names.update({f"{kind}:{key}": rel for key, rel in zip(keys, chosen)})
-    return names
+    return names, order
+
+
+def _put_order(top: dict[str, Any], order: dict[str, list[str]]) -> None:
+    """Add ``order`` to the plain harness.yaml document, before ``skill_loader`` (schema order)."""
+    items = list(top.items())
+    top.clear()
+    for k, v in items:
+        if k == "skill_loader":
+            top["order"] = order
+        top[k] = v
+    top.setdefault("order", order)
+
+
+def _mapping_of(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 # -- rendering: fresh or updating a base document ----------------------------------------------
@@ -404,13 +431,14 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _check_round_trip(h: Harness, texts: dict[str, str], *, validate: bool, backends: Iterable[str] | None) -> None:
-    docs = {rel: parse_yaml(text, rel) for rel, text in texts.items()}
+    docs = {rel: parse_yaml_data(text, rel) for rel, text in texts.items()}
     if validate:
         from .validate import validate_documents
 
         issues = validate_documents(docs, backends=backends)
-        if issues:
-            raise HarnessError(issues)
+        if issues:  # parse again with positions, so that every issue names its line
+            rt = {rel: parse_yaml(text, rel) for rel, text in texts.items()}
+            raise HarnessError(validate_documents(rt, backends=backends) or issues)
     ordered = {rel: docs[rel] for rel in sorted(docs, key=_load_order)}
     loaded = build_harness(ordered)
     if _comparable(loaded) != _comparable(h):

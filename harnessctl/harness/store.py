@@ -340,14 +340,14 @@ class HarnessStore:
         if ref is None:
             if self.harness_dir is None:
                 raise StoreError(Issue("(harness)", "no harness folder given", hint="pass -H PATH"))
-            return ResolvedHarness(load_harness(self.harness_dir), "folder", str(self.harness_dir), path=str(self.harness_dir))
+            return ResolvedHarness(_load_folder(self.harness_dir), "folder", str(self.harness_dir), path=str(self.harness_dir))
         folder = Path(ref)
         if folder.is_dir():
             if is_version_name(ref) and self._repo_available():
                 v = self.find_version(ref)
                 if v is not None:
                     return self._from_version(v)
-            return ResolvedHarness(load_harness(folder), "folder", ref, path=str(folder))
+            return ResolvedHarness(_load_folder(folder), "folder", ref, path=str(folder))
         if is_version_name(ref) and self._has_head():
             v = self.find_version(ref)
             if v is not None:
@@ -559,6 +559,16 @@ def _materialize(tree: Any, dest: Path, where: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "xb") as f:  # "x": never overwrite or follow what is already there
             f.write(item.data_stream.read())
+
+
+def _load_folder(folder: str | Path) -> Harness:
+    """Load a working folder; its issues name files as the user reaches them (``shop/tools/x.yaml``)."""
+    from .validate import issue_under
+
+    try:
+        return load_harness(folder)
+    except HarnessError as e:
+        raise HarnessError([issue_under(folder, i) for i in e.issues]) from None
 
 
 def _relocate(issue: Issue, tmp: str, where: str) -> Issue:

@@ -23,7 +23,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,19 @@ def schema_name(rel: str) -> str | None:
     return None
 
 
+def issue_under(root: str | Path, issue: Issue) -> Issue:
+    """``issue`` with its file shown as the user reaches it: a harness file under ``root``.
+
+    >>> str(issue_under("shop", Issue("skills/greeting.yaml", "bad", 3, 1)))
+    'shop/skills/greeting.yaml:3:1: bad'
+    """
+    file = issue.file
+    is_harness_file = schema_name(file) is not None or file.rstrip("/") in ("skills", "tools")
+    if file and is_harness_file and not Path(file).is_absolute():
+        file = str(Path(root) / file) + ("/" if file.endswith("/") else "")
+    return replace(issue, file=file)
+
+
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
     """The JSON Schema called ``name``, e.g. ``load_schema("tool")["required"]``."""
@@ -183,10 +196,11 @@ def check_harness_dir(path: str | Path, *, backends: Iterable[str] | None = None
 
     root = str(path)
     try:
-        docs = read_documents(path)
+        docs = read_documents(path, round_trip=False)
         issues = validate_documents(docs, root=root, backends=backends)
         if issues:
-            return HarnessCheck(root, issues)
+            # Read again with positions, so that every issue names its line and column.
+            return HarnessCheck(root, validate_documents(read_documents(path), root=root, backends=backends) or issues)
         return HarnessCheck(root, [], build_harness(docs, root=root))
     except HarnessError as e:
         return HarnessCheck(root, list(e.issues))
@@ -412,6 +426,8 @@ class _CrossFileChecks:
         self._unique("skill", self.skills, "name")
         self._unique("tool", self.tools, "key")
         self._unique("tool", self.tools, "name")
+        self._order("skill", self.skills)
+        self._order("tool", self.tools)
         self._loader_name()
         self._skill_tools()
         self._backends()
@@ -441,6 +457,24 @@ class _CrossFileChecks:
                 self._add(rel, doc, (fld,), f"{kind} {fld} {value!r} is already used by {first[value]}", hint)
             else:
                 first[value] = rel
+
+    def _order(self, kind: str, items: list[tuple[str, Any]]) -> None:
+        """``order.skills`` / ``order.tools`` in harness.yaml must name every element exactly once."""
+        listed = _mapping(self.top.get("order")).get(f"{kind}s")
+        if not isinstance(listed, list):
+            return
+        keys = {k: r for r, d in items if (k := _text(d, "key")) is not None}
+        where = ("order", f"{kind}s")
+        for i, k in enumerate(listed):
+            if isinstance(k, str) and k not in keys:
+                hint = _did_you_mean(k, keys) or f"list only the keys of the files under {kind}s/"
+                self._add(HARNESS_FILE, self.top, (*where, i), f"order.{kind}s names unknown {kind} {k!r}", hint)
+        for k, rel in keys.items():
+            if k not in listed:
+                self._add(
+                    HARNESS_FILE, self.top, where, f"order.{kind}s does not list {kind} {k!r} ({rel})",
+                    f"add {k} where it should appear, or remove order.{kind}s to use file-name order",
+                )
 
     def _loader_name(self) -> None:
         for rel, doc in self.tools:

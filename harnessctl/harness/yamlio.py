@@ -40,7 +40,7 @@ from ruamel.yaml.events import (
     CollectionStartEvent,
     ScalarEvent,
 )
-from ruamel.yaml.parser import RoundTripParser
+from ruamel.yaml.parser import Parser, RoundTripParser
 from ruamel.yaml.reader import ReaderError
 
 from .errors import HarnessError, Issue
@@ -68,8 +68,8 @@ class _Refused(Exception):
         self.col = mark.column + 1 if mark is not None else None
 
 
-class _GuardedParser(RoundTripParser):
-    """The round-trip parser, checking every event the composer takes before it builds a node.
+class _EventGuard:
+    """Checks every event the composer takes before it builds a node (mixed into a parser).
 
     Events are produced one at a time by the parser's state machine (no recursion), so depth,
     tags and alias expansion are checked before the recursive composer goes any deeper.
@@ -127,6 +127,14 @@ class _GuardedParser(RoundTripParser):
             )
 
 
+class _GuardedParser(_EventGuard, RoundTripParser):
+    """The round-trip parser (comments and positions kept), guarded."""
+
+
+class _GuardedDataParser(_EventGuard, Parser):
+    """The plain parser (no comments: about a third faster), guarded the same way."""
+
+
 def _refuse_tag(tag: Any, mark: Any) -> _Refused:
     text = str(getattr(tag, "value", None) or tag)
     if text.startswith(_YAML_TAG_PREFIX):
@@ -150,13 +158,16 @@ def _yaml(*, reading: bool = False) -> YAML:
     return y
 
 
-def read_yaml_file(root: str | Path, rel: str) -> CommentedMap:
+def read_yaml_file(root: str | Path, rel: str, *, round_trip: bool = True) -> dict[str, Any]:
     """Read ``root/rel`` as one YAML mapping; raise :class:`HarnessError` naming the file.
+
+    ``round_trip=False`` gives plain data (see :func:`parse_yaml`).
 
     >>> read_yaml_file("harnesses/livecommerce", "tools/stock_check.yaml")["key"]   # doctest: +SKIP
     'stock_check'
     """
-    return parse_yaml(read_harness_bytes(root, rel), rel)
+    data = read_harness_bytes(root, rel)
+    return parse_yaml(data, rel) if round_trip else parse_yaml_data(data, rel)
 
 
 def read_harness_bytes(root: str | Path, rel: str) -> bytes:
@@ -270,6 +281,29 @@ def parse_yaml(data: bytes | str, rel: str) -> CommentedMap:
         )
     _check_values(doc, rel)
     return doc
+
+
+def parse_yaml_data(data: bytes | str, rel: str) -> dict[str, Any]:
+    """Like :func:`parse_yaml`, as plain dicts and lists without comments or positions: for
+    reading only, about a third faster. The same checks apply (the same guarded events, the
+    same text and value checks, duplicate keys refused); whenever anything is wrong the file is
+    parsed again in round-trip mode, so the error raised is exactly :func:`parse_yaml`'s.
+
+    >>> parse_yaml_data(b"key: greeting\\nname: greet_viewer\\n", "skills/greeting.yaml")
+    {'key': 'greeting', 'name': 'greet_viewer'}
+    """
+    try:
+        text = _decode(data, rel)
+        _check_indentation(text, rel)
+        y = YAML(typ="safe", pure=True)
+        y.Parser = _GuardedDataParser
+        doc = y.load(text)
+        if not isinstance(doc, dict):
+            raise TypeError("not a mapping")
+        _check_values(doc, rel)
+        return doc
+    except Exception:  # any problem at all: the round-trip reader names it, with its position
+        return parse_yaml(data, rel)
 
 
 def dump_yaml(doc: Any) -> str:

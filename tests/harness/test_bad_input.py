@@ -517,3 +517,71 @@ def test_a_thousand_generated_bad_documents_are_each_rejected_cleanly(workspaces
         assert sorted(snapshot(root)) == sorted(before[rel]), "a file appeared or vanished"
     assert sorted(p.name for p in base.iterdir()) == sorted(r.name for r in roots.values())
 
+
+
+# -- the fast reading path refuses exactly what the round-trip reader refuses ------------------
+
+
+def _outcome(parse, data: bytes, rel: str):
+    try:
+        return "ok", parse(data, rel)
+    except HarnessError as e:
+        return "refused", [str(i) for i in e.issues]
+
+
+def test_the_plain_data_reader_reads_every_shipped_file_like_the_round_trip_reader():
+    from harnessctl.harness.yamlio import parse_yaml_data
+
+    for rel in RELS:
+        fast = parse_yaml_data(FILES[rel], rel)
+        assert type(fast) is dict and fast == _PARSED[rel], rel
+
+
+def test_generated_bad_documents_get_the_same_verdict_and_message_from_both_readers():
+    from harnessctl.harness.yamlio import parse_yaml_data
+
+    seen: set[str] = set()
+
+    @settings(max_examples=400, deadline=None, derandomize=True, database=None, phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @given(case=BAD_DOCUMENTS)
+    def check(case):
+        kind, rel, data = case
+        with hang_guard():
+            fast, slow = _outcome(parse_yaml_data, data, rel), _outcome(parse_yaml, data, rel)
+        assert fast == slow, (kind, rel)
+        seen.add(kind)
+
+    check()
+    assert seen == KINDS
+
+
+@pytest.mark.parametrize("text", [
+    "a: !!python/object/apply:os.system ['true']\n",
+    "a: !!str 3\n",
+    "a: &x [1, *x]\n",
+    "a: 1\na: 2\n",
+    "\tb: 1\n",
+    "1: x\n",
+    "a: .nan\n",
+    _billion_laughs(),
+    "a: " + "[" * 200 + "]" * 200 + "\n",
+])
+def test_the_plain_data_reader_refuses_what_the_round_trip_reader_refuses(text):
+    from harnessctl.harness.yamlio import parse_yaml_data
+
+    fast, slow = _outcome(parse_yaml_data, text.encode(), "x.yaml"), _outcome(parse_yaml, text.encode(), "x.yaml")
+    assert fast[0] == "refused" and fast == slow
+
+
+def test_the_fast_readers_guard_refuses_on_its_own_before_any_fallback(monkeypatch):
+    """The plain parser itself stops at tags, bombs and depth: the fallback only words the error."""
+    from ruamel.yaml import YAML
+
+    from harnessctl.harness import yamlio
+
+    for text in ("a: !!python/name:os.system\n", _billion_laughs(), "a: " + "[" * 200 + "]" * 200 + "\n", "a: &x [1, *x]\n"):
+        y = YAML(typ="safe", pure=True)
+        y.Parser = yamlio._GuardedDataParser
+        with pytest.raises(yamlio._Refused):
+            y.load(text)

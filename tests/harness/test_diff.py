@@ -91,6 +91,48 @@ def test_moved_keys_ignores_insertions_and_removals():
     assert moved_keys(list("abcdef"), list("abdcef")) in (["c"], ["d"])
 
 
+def test_swapping_first_and_last_moves_those_two_not_the_middle_one():
+    assert moved_keys(list("abc"), list("cba")) == ["c", "a"]
+    assert moved_keys(list("abcde"), list("ebcda")) == ["e", "a"]
+
+
+def test_a_reorder_names_the_element_it_now_follows(livecommerce):
+    b = livecommerce.copy()
+    rules = b.skill("compliance").rules
+    rules.reverse()  # four rules: 1 2 3 4 -> 4 3 2 1
+    d = diff_harnesses(livecommerce, b)
+    moved = [c for c in d.changes if c.kind == "reordered"]
+    assert len(moved) == len(rules) - 1
+    for c in moved:
+        i = [r.key for r in rules].index(c.key)
+        assert c.to == i + 1 and c.after == (rules[i - 1].key if i else None)
+        assert c.to_dict()["after"] == c.after
+        assert c.from_ != c.to
+
+
+def test_an_element_moved_among_removals_can_keep_its_number_and_says_where_it_went(livecommerce):
+    from harnessctl.cli.version_cmds import _move_words
+
+    b = livecommerce.copy()
+    k1, k2, k3, k4, k5, k6 = b.prompt.blocks
+    b.prompt.blocks = [k4, k5, k3, k6]  # k1, k2 removed; k3 still 3rd, but now after k4 and k5
+    c = only(diff_harnesses(livecommerce, b), "reordered")
+    assert (c.key, c.from_, c.to, c.after) == (k3.key, 3, 3, k5.key)
+    assert _move_words(c) == f"moved: now after {k5.key} (position 3, as before)"
+    b.prompt.blocks = [k2, k1, k3, k4, k5, k6]
+    c = only(diff_harnesses(livecommerce, b), "reordered")
+    assert _move_words(c) in (f"moved up: now first (position 2 → 1)", f"moved down: now after {k2.key} (position 1 → 2)")
+
+
+def test_a_move_that_keeps_its_number_is_not_shown_as_from_n_to_n():
+    from harnessctl.cli.version_cmds import _move_words
+    from harnessctl.harness.diff import Change
+
+    c = Change("reordered", "rule", "see_professional", 3, 3, parent="compliance", after="facts_only")
+    assert _move_words(c) == "moved: now after facts_only (position 3, as before)"
+    assert "from 3 to 3" not in _move_words(c)
+
+
 def test_a_constraint_change_shows_old_and_new_values(livecommerce):
     b = livecommerce.copy()
     b.prompt.constraints["max_reply_chars"].value = 100

@@ -155,16 +155,64 @@ def test_a_fresh_folder_is_tidy_reloads_equal_and_is_reproducible(tmp_path, sim_
     assert "tools: [order_status, human_handoff]" in (a / "skills" / "complaint.yaml").read_text()
 
 
-def test_skills_and_tools_in_an_order_file_names_cannot_give_get_position_prefixes(tmp_path, sim_backends):
+def test_skills_and_tools_in_an_order_file_names_cannot_give_are_listed_in_harness_yaml(tmp_path, sim_backends):
     h = load_harness(LIVECOMMERCE)
     h.skills.reverse()
     h.tools = h.tools[1:] + h.tools[:1]
     out = save_harness(h, tmp_path / "shuffled")
-    assert sorted(p.name for p in (out / "skills").iterdir())[0] == "01-stock_size.yaml"
-    assert (out / "tools" / "08-human_handoff.yaml").is_file()
+    assert sorted(p.name for p in (out / "skills").iterdir()) == sorted(f"{s.key}.yaml" for s in h.skills)
+    order = read_documents(out)["harness.yaml"]["order"]
+    assert order == {"skills": [s.key for s in h.skills], "tools": [t.key for t in h.tools]}
     reloaded = load_harness(out)
     assert [s.key for s in reloaded.skills] == [s.key for s in h.skills]
     assert same(reloaded, h)
+
+
+def test_a_fresh_folder_in_file_name_order_needs_no_order_list(tmp_path, sim_backends):
+    out = save_harness(load_harness(LIVECOMMERCE), tmp_path / "plain")
+    assert "order" not in read_documents(out)["harness.yaml"]
+
+
+def test_moving_a_skill_changes_harness_yaml_only_and_renames_no_file(repo, sim_backends):
+    root = repo / "harnesses" / "livecommerce"
+    h = load_harness(root)
+    h.skills.insert(0, h.skills.pop(h.skills.index(h.skill("greeting"))))
+    save_harness(h, root, base=root)
+    [(added, deleted, path)] = numstat(repo)
+    assert (deleted, path) == (0, "harness.yaml") and added == len(h.skills) + 2  # order:, skills:, one line each
+    git(repo, "commit", "-q", "-m", "greeting first")
+    h.skills.insert(1, h.skills.pop())  # the last one moves up: one line moves in the list
+    save_harness(h, root, base=root)
+    assert numstat(repo) == [(1, 1, "harness.yaml")]
+    assert [s.key for s in load_harness(root).skills] == [s.key for s in h.skills]
+
+
+def test_an_order_list_must_name_every_skill_once_and_only_skills_that_exist(tmp_path, sim_backends):
+    from harnessctl.harness.validate import validate_harness_dir
+
+    root = copy_harness(tmp_path / "lc")
+    keys = sorted(p.stem for p in (root / "skills").iterdir())
+    listed = ["greetings", *[k for k in keys if k not in ("greeting", "complaint")]]
+    text = (root / "harness.yaml").read_text()
+    (root / "harness.yaml").write_text(text + "order:\n  skills: [" + ", ".join(listed) + "]\n")
+    issues = {(i.message, i.hint) for i in validate_harness_dir(root)}
+    assert issues == {
+        ("order.skills names unknown skill 'greetings'", "did you mean 'greeting'?"),
+        ("order.skills does not list skill 'greeting' (skills/greeting.yaml)", "add greeting where it should appear, or remove order.skills to use file-name order"),
+        ("order.skills does not list skill 'complaint' (skills/complaint.yaml)", "add complaint where it should appear, or remove order.skills to use file-name order"),
+    }
+    assert all(i.file == "harness.yaml" and i.line for i in validate_harness_dir(root))
+
+
+def test_an_order_list_sets_the_prompt_order_of_skills(tmp_path, sim_backends):
+    root = copy_harness(tmp_path / "lc")
+    keys = sorted(p.stem for p in (root / "skills").iterdir())
+    wanted = keys[::-1]
+    with open(root / "harness.yaml", "a") as f:
+        f.write("order:\n  skills: [" + ", ".join(wanted) + "]\n")
+    h = load_harness(root)
+    assert [s.key for s in h.skills] == wanted
+    assert [t.key for t in h.tools] == sorted(p.stem for p in (root / "tools").iterdir())  # no list: file order
 
 
 def test_saving_a_fresh_harness_over_a_harness_folder_removes_stale_files(tmp_path, sim_backends):

@@ -188,7 +188,7 @@ def test_diff_reads_like_a_reviewed_change(history_repo):
     assert "+ skill flash_deal" in text
     assert "~ tool order_status  renamed track_order → where_is_my_order" in text
     assert "~ constraint max_reply_chars  value 120 → 100" in text
-    assert "↕ block escalation  moved from position 6 to 2" in text
+    assert "↕ block escalation  moved up: now after persona (position 6 → 2)" in text
     assert [s for s in ("Skills", "Tools", "Prompt", "Constraints") if s in lines] == ["Skills", "Tools", "Prompt", "Constraints"]
 
 
@@ -253,6 +253,34 @@ def test_a_commit_where_the_harness_is_broken_is_reported_with_its_file(shop):
     assert re.search(rf"{repo.head.commit.hexsha[:7]}:{HARNESS}/skills/greeting.yaml:\d+", result.stderr)
     log = json.loads(run("log", "--json", "-H", str(h)).stdout)["entries"]
     assert log[0]["summary"].startswith("invalid: ")
+
+
+def test_a_broken_working_folder_names_its_files_as_the_user_reaches_them(shop):
+    h = shop / HARNESS
+    (h / "skills" / "greeting.yaml").write_text("key: greeting\nname: [unclosed\n")
+    for args in (["show"], ["diff", "v3", str(h)]):
+        result = run(*args, "-H", str(h))
+        assert result.exit_code == 2
+        assert re.search(rf"^{re.escape(str(h))}/skills/greeting.yaml:\d+:\d+: ", result.stderr, re.M), result.stderr
+        assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", [["show"], ["log"], ["tag", "v4"], ["diff", "v1", "v2"]])
+def test_a_harness_file_given_as_the_harness_points_at_its_folder(history_repo, command):
+    h = history_repo / HARNESS
+    result = run(*command, "-H", str(h / "prompt.yaml"))
+    assert result.exit_code == 2
+    assert f"{h / 'prompt.yaml'}: is a file, not a harness folder — pass the folder that holds it: -H {h}" in result.stderr
+
+
+def test_log_of_a_harness_never_committed_says_what_to_do(tmp_path, livecommerce_path):
+    repo = new_repo(tmp_path / "fresh")
+    (tmp_path / "fresh" / "README").write_text("shop\n")
+    commit_all(repo, "readme only")  # a repository with history, none of it the harness's
+    shutil.copytree(livecommerce_path, tmp_path / "fresh" / "h")
+    result = run("log", "-H", str(tmp_path / "fresh" / "h"))
+    assert result.exit_code == 0
+    assert "no commits touch this harness yet" in result.stdout and "harnessctl tag v1" in result.stdout
 
 
 def test_a_symbolic_link_in_a_committed_harness_is_refused(shop):
