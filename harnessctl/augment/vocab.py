@@ -199,6 +199,7 @@ class NameMaker:
     def __init__(self, vocab: Vocabulary, avoid: Iterable[str] = ()):
         self.vocab = vocab
         self.avoid = vocab.name_stoplist | {w.lower() for w in avoid}
+        self._verbs = vocab.description_verbs | frozenset(_raw()["names"]["generic_verbs"]) | _NAME_VERBS
 
     def _syllable_word(self, rng: random.Random, lo: int = 1, hi: int = 3) -> str:
         for _ in range(20):
@@ -225,9 +226,12 @@ class NameMaker:
         return out
 
     def verb_noun(self, old_name: str, rng: random.Random) -> list[str]:
-        nouns = [w for w in split_words(old_name) if w not in self.vocab.glue] or ["item"]
-        noun = nouns[-1] if len(nouns) == 1 else rng.choice(nouns[1:])
-        return [rng.choice(self.vocab.generic_verbs), *self._word(noun, rng)]
+        # The noun is a word that says what the element is about ("compliance" of
+        # compliance_check), never its verb: "handle_query" for a compliance skill would be a
+        # generic name that points at no skill in particular.
+        words = [w for w in split_words(old_name) if w not in self.vocab.glue] or ["item"]
+        nouns = [w for w in words if w not in self._verbs] or words[-1:]
+        return [rng.choice(self.vocab.generic_verbs), *self._word(rng.choice(nouns), rng)]
 
     def random(self, rng: random.Random) -> list[str]:
         return [self._syllable_word(rng), self._syllable_word(rng)]
@@ -247,6 +251,8 @@ class NameMaker:
 
 
 NAME_KINDS = ("realistic", "verb_noun", "random")
+#: Verbs that lead element names and are not in the description verbs.
+_NAME_VERBS = frozenset({"transfer", "compare", "track", "estimate", "introduce", "explain", "greet", "search", "check", "get"})
 
 
 def name_tokens(name: str) -> list[str]:

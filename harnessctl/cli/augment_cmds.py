@@ -35,6 +35,8 @@ def _errors() -> Iterator[None]:
             yield
         except (ValueError, ModelError) as e:
             raise CLIError(str(e)) from None
+        except OSError as e:  # e.g. --out under a file, or a disk that is full: say which path
+            raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ") + " (check --out)") from None
 
 
 @contextlib.contextmanager
@@ -104,6 +106,10 @@ def augment(
         else:
             para = make_paraphraser(paraphraser)
         show_progress = not as_json or err.is_terminal
+        if trajectories is not None and trajectories < 1:
+            raise CLIError(f"--trajectories must be at least 1, got {trajectories}")
+        if n < 1 and not (trajectories is not None and fixed_harness):
+            raise CLIError(f"--n must be at least 1, got {n} (the number of variants{' in the pool' if trajectories is not None else ''})")
         if preview:
             spec = VariantSpec(seed=seed, ops=op_list, strength=strength, split=split, paraphraser=paraphraser)
             result = preview_variant(source, spec, index, paraphraser=para)

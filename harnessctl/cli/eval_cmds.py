@@ -55,6 +55,8 @@ def _library_errors() -> Iterator[None]:
             raise CLIError(str(e)) from None
         except ValueError as e:
             raise CLIError(str(e)) from None
+        except OSError as e:  # a path that is a file, unreadable, or a full disk: say which
+            raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ")) from None
 
 
 @contextlib.contextmanager
@@ -123,7 +125,7 @@ def eval_cmd(
                 suites=[s.strip() for s in suite.split(",") if s.strip()],
                 model=model or default_model_spec(),
                 api_base=api_base,
-                jobs=jobs or 8,
+                jobs=8 if jobs is None else jobs,
                 limit=limit,
                 repeat=repeat,
                 cache=not no_cache,
@@ -249,36 +251,57 @@ def compare(
 
     with _library_errors():
         a, b = RunStore.open(run_a, runs_dir), RunStore.open(run_b, runs_dir)
-        cmp = compare_results(a.results(), b.results(), threshold=threshold, run_a=a.run_id, run_b=b.run_id)
+        cmp = compare_results(
+            a.results(), b.results(), threshold=threshold, run_a=a.run_id, run_b=b.run_id,
+            skipped_a=(a.summary() or {}).get("skipped"), skipped_b=(b.summary() or {}).get("skipped"),
+        )
     if as_json:
         print_json(cmp.to_dict())
     else:
-        t = Table(title=f"{cmp.run_b} vs {cmp.run_a} (threshold {threshold:g} points)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("suite", "n", "A", "B", "Δ", "95% CI", "p→f", "f→p"):
-            t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
-        for s in cmp.suites.values():
-            d = s.delta
-            if not s.n_paired:
-                t.add_row(s.suite, "0", "—", "—", "—", "—", "—", "—")
-                continue
-            color = "red" if s.regression else "green" if d.value > 0 else "white"
-            t.add_row(
-                f"[bold red]{s.suite} ✗[/]" if s.regression else s.suite, str(s.n_paired), f"{s.score_a:.1f}", f"{s.score_b:.1f}",
-                f"[{color}]{d.value:+.2f}[/]", f"[{d.low:+.1f}, {d.high:+.1f}]", str(len(s.pass_to_fail)), str(len(s.fail_to_pass)),
-            )
-        out.print(t)
-        for s in cmp.suites.values():
-            if s.pass_to_fail:
-                out.print(f"[red]{s.suite} pass→fail:[/] " + ", ".join(s.pass_to_fail[:show_flips]) + (" …" if len(s.pass_to_fail) > show_flips else ""))
-            if s.fail_to_pass:
-                out.print(f"[green]{s.suite} fail→pass:[/] " + ", ".join(s.fail_to_pass[:show_flips]) + (" …" if len(s.fail_to_pass) > show_flips else ""))
-            if s.only_a or s.only_b:
-                out.print(f"[dim]{s.suite}: {s.only_a} cases only in A, {s.only_b} only in B (not compared)[/]")
+        _print_comparison(cmp, threshold, show_flips)
     if cmp.regression:
         if not as_json:
             names = ", ".join(s.suite for s in cmp.suites.values() if s.regression)
             err.print(f"[bold red]regression[/] in {names}: more than {threshold:g} points below {cmp.run_a}")
         raise typer.Exit(EXIT_DIFFERENT)
+
+
+def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
+    t = Table(
+        title=f"{cmp.run_b} (B) vs {cmp.run_a} (A) · threshold {threshold:g} points · scores and Δ on the cases both runs scored",
+        title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+    )
+    for col in ("suite", "shared", "A", "B", "Δ", "95% CI", "p→f", "f→p"):
+        t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
+    notes: list[str] = []
+    for s in cmp.suites.values():
+        d = s.delta
+        if s.present_in != "both":
+            side, other = (("A", "B"), ("B", "A"))[s.present_in == "B"]
+            n = s.only_a or s.only_b
+            why = s.skipped_b if s.present_in == "A" else s.skipped_a
+            t.add_row(s.suite, f"[dim]only in {side}[/]", "", "", "", "", "", "")
+            notes.append(f"{s.suite}: only run {side} has it ({n} cases); run {other} " + (f"skipped it: {why}" if why else "did not run it") + "; not compared")
+            continue
+        if not s.n_paired:
+            t.add_row(s.suite, "[yellow]0[/]", "", "", "", "", "", "")
+            notes.append(f"{s.suite}: no case in common ({s.only_a} only in A, {s.only_b} only in B); not compared")
+            continue
+        color = "red" if s.regression else "green" if d.value > 0 else "white"
+        t.add_row(
+            f"[bold red]{s.suite} ✗[/]" if s.regression else s.suite, str(s.n_paired), f"{s.score_a:.1f}", f"{s.score_b:.1f}",
+            f"[{color}]{d.value:+.2f}[/]", f"[{d.low:+.1f}, {d.high:+.1f}]", str(len(s.pass_to_fail)), str(len(s.fail_to_pass)),
+        )
+        if s.only_a or s.only_b:
+            notes.append(f"{s.suite}: compared on the {s.n_paired} shared cases; left out {s.only_a} only in A, {s.only_b} only in B")
+    out.print(t)
+    for s in cmp.suites.values():
+        if s.pass_to_fail:
+            out.print(f"[red]{s.suite} pass→fail:[/] " + ", ".join(s.pass_to_fail[:show_flips]) + (" …" if len(s.pass_to_fail) > show_flips else ""))
+        if s.fail_to_pass:
+            out.print(f"[green]{s.suite} fail→pass:[/] " + ", ".join(s.fail_to_pass[:show_flips]) + (" …" if len(s.fail_to_pass) > show_flips else ""))
+    for note in notes:
+        out.print(f"[dim]{note}[/]")
 
 
 def report(
@@ -336,7 +359,13 @@ def judge_calibrate(
             raise CLIError("no judge model: pass --judge MODEL (a litellm string, e.g. openai/gpt-4o-mini) or set HARNESSCTL_JUDGE")
         if spec == "oracle" or spec.startswith("local:"):
             raise CLIError(f"--judge {spec}: a judge must be a served model that can read and reason (a litellm model string)")
+        if limit is not None and limit < 1:
+            raise CLIError(f"--limit must be at least 1, got {limit}")
+        if jobs < 1:
+            raise CLIError(f"-j/--jobs must be at least 1, got {jobs}")
         rows = read_labels(labels)
+        if not rows:
+            raise CLIError(f"{labels}: no labels in the file; label episodes with `harnessctl judge label RUN --out {labels}`")
         if limit is not None:
             rows = rows[:limit]
         j = Judge(resolve_model(spec, api_base=api_base))

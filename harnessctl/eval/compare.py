@@ -1,8 +1,11 @@
 """Compare two runs: per-suite score deltas with bootstrap intervals, cases that flipped, and a
 regression verdict a CI gate can act on.
 
-Cases are paired by (suite, case id, repeat); the delta and its interval are computed on the
-paired cases only, so two runs over different ``--limit`` values still compare like with like.
+Cases are paired by (suite, case id, repeat); the scores, the delta and its interval are
+computed on the paired (shared) cases only, so two runs over different ``--limit`` values still
+compare like with like. A suite that only one run holds (e.g. ``ifeval``, which the oracle skips)
+is reported as such (``present_in`` "A" or "B", with why it was skipped when the run says) and is
+never a regression.
 
 >>> from harnessctl.eval.results import CaseResult
 >>> a = [CaseResult("livestream", f"c{i}", score=1.0, passed=True) for i in range(10)]
@@ -33,10 +36,19 @@ class SuiteDelta:
     only_a: int = 0
     only_b: int = 0
     regression: bool = False
+    skipped_a: str | None = None  # why run A did not run this suite, when it says
+    skipped_b: str | None = None
+
+    @property
+    def present_in(self) -> str:
+        """``"both"`` when each run scored cases of this suite, else ``"A"`` or ``"B"``."""
+        has_a, has_b = bool(self.n_paired or self.only_a), bool(self.n_paired or self.only_b)
+        return "both" if has_a and has_b else "A" if has_a else "B"
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["delta"] = self.delta.to_dict()
+        d["present_in"] = self.present_in
         return d
 
 
@@ -71,9 +83,13 @@ def compare_results(
     run_b: str = "B",
     n_resamples: int = 1000,
     seed: int = 0,
+    skipped_a: dict[str, str] | None = None,
+    skipped_b: dict[str, str] | None = None,
 ) -> Comparison:
     """Run B against run A. A suite regresses when B's score is more than ``threshold`` points
-    below A's on the paired cases (the bootstrap interval is reported beside it)."""
+    below A's on the paired cases (the bootstrap interval is reported beside it).
+    ``skipped_a``/``skipped_b`` (suite -> why, from a run's summary) explain a missing suite."""
+    skipped_a, skipped_b = skipped_a or {}, skipped_b or {}
     index_a = {r.key: r for r in a}
     index_b = {r.key: r for r in b}
     suites = sorted({k[0] for k in index_a} | {k[0] for k in index_b})
@@ -97,5 +113,7 @@ def compare_results(
             only_a=len(keys_a - keys_b),
             only_b=len(keys_b - keys_a),
             regression=bool(paired) and delta.value < -threshold,
+            skipped_a=skipped_a.get(s) if not keys_a else None,
+            skipped_b=skipped_b.get(s) if not keys_b else None,
         )
     return Comparison(run_a=run_a, run_b=run_b, threshold=threshold, suites=out)

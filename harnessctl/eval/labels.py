@@ -17,6 +17,7 @@ file can be shared without the run it came from)::
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -67,28 +68,33 @@ def read_labels(path: str | Path) -> list[Label]:
     """Every label in ``path``; raises :class:`LabelError` naming line and field on bad input."""
     out: list[Label] = []
     p = Path(path)
+    if p.is_dir():
+        raise LabelError(f"{p}: is a folder; pass the labels file (JSONL), e.g. evals/labels.jsonl")
     if not p.is_file():
         raise LabelError(f"{p}: no such labels file (make one with `harnessctl judge label RUN --out {p}`)")
-    with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as e:
-                if lineno > 1 and not line.endswith("\n"):
-                    break  # a torn last line from an interrupted labelling session
-                raise LabelError(f"{p}:{lineno}: not JSON ({e.msg})") from None
-            if not isinstance(d, dict):
-                raise LabelError(f"{p}:{lineno}: a label is a JSON object")
-            for name in ("id", "label"):
-                if name not in d:
-                    raise LabelError(f"{p}:{lineno}: missing field {name!r}")
-            if d["label"] not in ("pass", "fail"):
-                raise LabelError(f"{p}:{lineno}: field 'label' must be \"pass\" or \"fail\", got {d['label']!r}")
-            if not isinstance(d.get("episode", {}), dict):
-                raise LabelError(f"{p}:{lineno}: field 'episode' must be an episode record object")
-            out.append(Label(**{k: v for k, v in d.items() if k in Label.__dataclass_fields__}))
+    try:
+        lines = io.StringIO(p.read_text(encoding="utf-8"), newline=None)  # lines end at newlines only
+    except UnicodeDecodeError as e:
+        raise LabelError(f"{p}: not UTF-8 text (byte {e.start}); a labels file is JSONL, one label per line") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            if lineno > 1 and not line.endswith("\n"):
+                break  # a torn last line from an interrupted labelling session
+            raise LabelError(f"{p}:{lineno}: not JSON ({e.msg})") from None
+        if not isinstance(d, dict):
+            raise LabelError(f"{p}:{lineno}: a label is a JSON object")
+        for name in ("id", "label"):
+            if name not in d:
+                raise LabelError(f"{p}:{lineno}: missing field {name!r}")
+        if d["label"] not in ("pass", "fail"):
+            raise LabelError(f"{p}:{lineno}: field 'label' must be \"pass\" or \"fail\", got {d['label']!r}")
+        if not isinstance(d.get("episode", {}), dict):
+            raise LabelError(f"{p}:{lineno}: field 'episode' must be an episode record object")
+        out.append(Label(**{k: v for k, v in d.items() if k in Label.__dataclass_fields__}))
     return out
 
 

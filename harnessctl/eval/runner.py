@@ -448,6 +448,8 @@ async def aresume_eval(
     manifest = store.manifest
     config = EvalConfig.from_dict(manifest.get("config") or {})
     if jobs is not None:
+        if jobs < 1:
+            raise ValueError(f"-j/--jobs must be at least 1, got {jobs}")
         config.jobs = jobs
     for s, info in (manifest.get("suites") or {}).items():
         now = suite_info(s, config.evals_dir).get("sha256")

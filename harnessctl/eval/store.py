@@ -70,6 +70,8 @@ class RunStore:
     def create(cls, runs_dir: str | Path, manifest: dict[str, Any], run_id: str | None = None) -> "RunStore":
         """A new run folder with its manifest (secrets scrubbed). A taken id gets a suffix."""
         runs_dir = Path(runs_dir)
+        if runs_dir.exists() and not runs_dir.is_dir():
+            raise RunError(f"{runs_dir}: is a file, not a folder for runs; pass --runs-dir with a folder (it is created if missing)")
         base = run_id or new_run_id(str(manifest.get("suite", "run")), str(manifest.get("model", "model")))
         root, i = runs_dir / base, 1
         while root.exists():
@@ -90,8 +92,11 @@ class RunStore:
         if not (p / MANIFEST).is_file() and runs_dir is not None and (Path(runs_dir) / str(path) / MANIFEST).is_file():
             p = Path(runs_dir) / str(path)
         if not p.is_dir():
+            if runs_dir is not None and Path(runs_dir).exists() and not Path(runs_dir).is_dir():
+                raise RunError(f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs")
             where = f" (looked in {runs_dir})" if runs_dir is not None else ""
-            raise RunError(f"{path}: no such run{where}; list runs with `ls runs/`")
+            listing = Path(runs_dir) if runs_dir is not None else Path("runs")
+            raise RunError(f"{path}: no such run{where}; list runs with `ls {listing}/`")
         if not (p / MANIFEST).is_file():
             raise RunError(f"{p}: not a run folder (no {MANIFEST})")
         return cls(p)

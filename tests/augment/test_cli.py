@@ -87,6 +87,13 @@ def test_bad_input_is_a_clear_message_and_exit_code_2(livecommerce_path, tmp_pat
     assert busy.exit_code == 2 and "not empty" in busy.stderr
     split = _run("augment", "--trajectories", 5, "--split", "heldout", "--out", tmp_path / "d", "-H", livecommerce_path)
     assert split.exit_code == 2 and "training vocabulary" in split.stderr
+    none = _run("augment", "--n", 0, "--out", tmp_path / "none", "-H", livecommerce_path)
+    assert none.exit_code == 2 and "--n must be at least 1" in none.stderr and not (tmp_path / "none").exists()
+    empty = _run("augment", "--trajectories", 0, "--out", tmp_path / "e", "-H", livecommerce_path)
+    assert empty.exit_code == 2 and "--trajectories must be at least 1" in empty.stderr
+    (tmp_path / "afile").write_text("not a folder")
+    under = _run("augment", "--n", 1, "--out", tmp_path / "afile" / "sub", "-H", livecommerce_path)
+    assert under.exit_code == 2 and "afile" in under.stderr and "Traceback" not in under.stderr
 
 
 def test_preview_shows_one_variant_as_a_semantic_diff(livecommerce_path):

@@ -161,3 +161,24 @@ def test_feasibility_floors_are_inside_the_declared_ranges(source, floors):
     for key, value in floors.items():
         c = source.prompt.constraints[key]
         assert c.min <= value <= c.value
+
+
+def test_verb_noun_names_keep_what_the_element_is_about_never_just_its_verb(source):
+    """compliance_check may become handle_regulatory, never handle_query: a generic verb plus a
+    synonym of the name's *content* word, so the new name still points at one element."""
+    import random
+
+    from harnessctl.augment.vocab import NameMaker, split_words, vocabulary
+
+    verbs = {"check", "compare", "get", "greet", "handle", "explain", "introduce", "search", "track", "transfer", "estimate"}
+    for split in ("train", "heldout"):
+        vocab = vocabulary(split)
+        maker = NameMaker(vocab)
+        for name in [s.name for s in source.skills] + [t.name for t in source.tools]:
+            content = [w for w in split_words(name) if w not in vocab.glue and w not in verbs]
+            allowed = {syn for w in content for syn in vocab.synonyms.get(w, ())} | set(content)
+            for seed in range(30):
+                verb, *rest = maker.verb_noun(name, random.Random(seed))
+                assert verb in vocab.generic_verbs
+                assert len(rest) == 1 and (rest[0] in allowed or rest[0] not in set().union(*vocab.synonyms.values())), (name, rest)
+    assert "check" not in NameMaker(vocabulary("train")).verb_noun("compliance_check", random.Random(0))[1:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import random
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -125,3 +126,68 @@ def test_a_failed_call_is_never_cached_and_a_broken_answer_falls_back_offline(tm
     broken = LiteLLMParaphraser("openai/y", cache_dir=tmp_path, backend=_Flaky(["Use the promotions tool first."]))
     out = broken.paraphrase(text, kind="rule", rng=random.Random(0), split="train", strength=1.0)
     assert "{{ tool.promotions }}" in out and broken.fallbacks == 1
+
+
+# -- meaning survives: every shipped text, many seeds, both vocabularies ----------------------
+
+_NEGATION_RE = re.compile(r"\b(?:never|not|no|none|nothing|without)\b|n't\b", re.IGNORECASE)
+_RESTRICTION_RE = re.compile(r"\b(?:only|solely|just|exclusively)\b", re.IGNORECASE)
+_LIMIT_RE = re.compile(r"\b(?:at most|no more than|not more than|a maximum of|at the very most)\b", re.IGNORECASE)
+_HEDGE_RE = re.compile(r"\b(?:should|may|might|could|ideally|if possible|best practice|try to)\b", re.IGNORECASE)
+_TEMPLATE_RE = re.compile(r"\{\{.*?\}\}")
+_NUMBER_RE = re.compile(r"[$€£]?\d[\d.,:%]*")
+_DOUBLED_RE = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
+
+
+def _shipped_texts(harness):
+    for s in harness.skills:
+        yield "description", s.description
+        for r in s.rules:
+            yield "rule", r.text
+    for t in harness.tools:
+        yield "description", t.description
+        for spec in (t.parameters.get("properties") or {}).values():
+            if spec.get("description"):
+                yield "param", spec["description"]
+
+
+def test_every_paraphrase_of_every_shipped_text_keeps_its_meaning_bearing_words(source):
+    """A prohibition stays a prohibition, "only" stays a restriction, a limit stays a limit, no
+    hedge ("should", "best practice") softens a rule, and templates and numbers are untouched."""
+    p = LexiconParaphraser()
+    texts = list(_shipped_texts(source))
+    assert sum(kind == "rule" for kind, _ in texts) >= 30
+    changed = 0
+    for i, (kind, text) in enumerate(texts):
+        for split in ("train", "heldout"):
+            for seed in range(120):
+                out = p.paraphrase(text, kind=kind, rng=random.Random(seed * 7919 + i), split=split, strength=1.0)
+                changed += out != text
+                where = f"{text!r} -> {out!r}"
+                assert len(_NEGATION_RE.findall(out)) >= len(_NEGATION_RE.findall(text)), where
+                assert len(_RESTRICTION_RE.findall(out)) >= len(_RESTRICTION_RE.findall(text)), where
+                assert len(_LIMIT_RE.findall(out)) == len(_LIMIT_RE.findall(text)), where
+                assert len(_HEDGE_RE.findall(out)) == len(_HEDGE_RE.findall(text)), where
+                assert _TEMPLATE_RE.findall(out) == _TEMPLATE_RE.findall(text), where
+                assert sorted(_NUMBER_RE.findall(out)) == sorted(_NUMBER_RE.findall(text)), where
+                assert not _DOUBLED_RE.search(out), where
+    assert changed > len(texts) * 2 * 120 * 0.7  # the check is not vacuous: most outputs differ
+
+
+def test_paraphrases_avoid_wordings_that_read_oddly_or_shift_the_meaning():
+    """Regression examples: 'say' never becomes 'note', 'only' never 'merely', 'delivery' never
+    'dispatch', 'shortly' (soon) never stands for 'briefly', no frame downgrades a rule."""
+    p = LexiconParaphraser()
+    rules = [
+        "Cosmetics and foods are not medicines; never say a product treats, cures or prevents anything.",
+        "State only what the product card says.",
+        "Say the status and the expected delivery date.",
+        "Apologise once, briefly, without blaming anyone.",
+    ]
+    odd = re.compile(r"\bnote\b(?!:)|\b(?:merely|purely|dispatch|transit|shortly|at no point|at no time|in no case|"
+                     r"not once|good card|piece of merchandise|best practice|should it be)\b", re.IGNORECASE)
+    for rule in rules:
+        for split in ("train", "heldout"):
+            for seed in range(200):
+                out = p.paraphrase(rule, kind="rule", rng=random.Random(seed), split=split, strength=1.0)
+                assert not odd.search(out), out

@@ -87,6 +87,32 @@ def test_compare_cli_exits_1_on_regression_and_0_otherwise(tmp_path):
     assert res.exit_code == 2 and "no such run" in res.output
 
 
+def test_compare_scores_only_the_shared_cases_and_names_a_suite_one_run_lacks(tmp_path):
+    """A baseline over 40 cases and two suites, a candidate over 10 of those cases in one suite
+    that skipped IFEval: the delta is on the 10 shared cases, and the suites each run lacks are
+    named as such (with the skip reason), never a row of dashes and never a regression."""
+    a = make_results(40, failing={20, 21, 22}) + make_results(8, failing=set(), suite="ifeval")
+    write_run(tmp_path, "base", a)
+    cand = write_run(tmp_path, "cand", make_results(10, failing=set()) + make_results(5, failing=set(), suite="variant"))
+    cand.write_summary({"skipped": {"ifeval": "the oracle has no answers for general instructions"}})
+    cmp = compare_results(a, cand.results(), threshold=1.0, skipped_b={"ifeval": "no answers"})
+    live = cmp.suites["livestream"]
+    assert (live.n_paired, live.only_a, live.only_b, live.score_a, live.delta.value) == (10, 30, 0, 100.0, 0.0)
+    assert cmp.suites["ifeval"].present_in == "A" and cmp.suites["ifeval"].skipped_b == "no answers"
+    assert cmp.suites["variant"].present_in == "B" and not cmp.regression
+
+    res = CliRunner().invoke(app, ["compare", "base", "cand", "--runs-dir", str(tmp_path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "on the cases both runs scored" in text
+    assert "livestream: compared on the 10 shared cases; left out 30 only in A, 0 only in B" in text
+    assert "ifeval: only run A has it (8 cases); run B skipped it: the oracle has no answers" in text
+    assert "variant: only run B has it (5 cases); run A did not run it" in text
+    assert re.search(r"ifeval\s+only in A", res.output) and "—" not in res.output
+    data = json.loads(CliRunner().invoke(app, ["compare", "base", "cand", "--runs-dir", str(tmp_path), "--json"]).stdout)
+    assert data["suites"]["ifeval"]["present_in"] == "A" and data["suites"]["livestream"]["present_in"] == "both"
+
+
 def test_report_is_one_self_contained_html_file_with_plots_and_drill_down(tmp_path):
     results = make_results(30, failing={2, 5}) + make_results(10, failing=set(), suite="robustness")
     store = write_run(tmp_path, "r", results)

@@ -66,6 +66,35 @@ def test_bad_options_are_clear_errors(tmp_path):
     assert res.exit_code == 2 and "no such run" in res.output
     res = runner.invoke(app, eval_args(tmp_path, "--suite", "ifeval", "--latency-budget", "soon"))
     assert res.exit_code == 2 and "not a duration" in res.output
+    for flag, value in (("--limit", "0"), ("-j", "0"), ("--repeat", "0")):
+        res = runner.invoke(app, eval_args(tmp_path, "--model", "oracle", flag, value))
+        assert res.exit_code == 2 and "must be at least 1, got 0" in res.output, (flag, res.output)
+    (tmp_path / "afile").write_text("not a folder")
+    afile = ["--runs-dir", str(tmp_path / "afile")]
+    for cmd in (eval_args(tmp_path, "--model", "oracle", "--limit", "1"), ["eval", "--resume", "r1"], ["compare", "r1", "r2"], ["report", "r1"]):
+        res = runner.invoke(app, [*cmd, *afile])
+        assert res.exit_code == 2 and "is a file, not a folder" in res.output, (cmd, res.output)
+    res = runner.invoke(app, [*eval_args(tmp_path, "--model", "oracle", "--limit", "1"), "--runs-dir", str(tmp_path / "afile" / "sub")])
+    assert res.exit_code == 2 and "afile" in res.output and not isinstance(res.exception, OSError), res.output
+
+def test_a_labels_file_with_a_bad_line_is_named_by_file_and_line(tmp_path):
+    runner = CliRunner()
+    good = json.dumps({"id": "x", "label": "pass", "episode": {}})
+    cases = {
+        "bad_line.jsonl": (good + "\nnot json\n" + good + "\n", "bad_line.jsonl:2: not JSON"),
+        "bad_label.jsonl": (good + "\n" + json.dumps({"id": "y", "label": "ok"}) + "\n", "bad_label.jsonl:2: field 'label' must be"),
+        "binary.jsonl": ("", "not UTF-8 text"),
+        "empty.jsonl": ("\n", "no labels in the file"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(b"\xff\xfe\x00" if name == "binary.jsonl" else text.encode())
+        res = runner.invoke(app, ["judge", "calibrate", "--labels", str(path), "--judge", "openai/x"])
+        assert res.exit_code == 2 and message in " ".join(res.output.split()), (name, res.output)
+    res = runner.invoke(app, ["judge", "calibrate", "--labels", str(tmp_path), "--judge", "openai/x"])
+    assert res.exit_code == 2 and "is a folder" in res.output
+    res = runner.invoke(app, ["judge", "calibrate", "--labels", str(tmp_path / "bad_line.jsonl"), "--judge", "openai/x", "--limit", "0"])
+    assert res.exit_code == 2 and "--limit must be at least 1" in res.output
 
 
 def _read_ids(path: Path) -> list[str]:
