@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import tarfile
-import io
 from pathlib import Path
 
-from harnessctl.harness import Harness, load_harness
+from harnessctl.harness import Harness
+from harnessctl.harness.store import HarnessStore
 
 
 def renamed_variant(h: Harness, *, max_reply_chars: int = 80, result_format: str = "text") -> Harness:
@@ -26,13 +24,7 @@ def renamed_variant(h: Harness, *, max_reply_chars: int = 80, result_format: str
     return v
 
 
-def harness_at(rev: str, repo_root: Path, dest: Path) -> Harness | None:
-    """The shipped harness as tagged ``rev`` in git (None where the tag is not available)."""
-    done = subprocess.run(
-        ["git", "archive", rev, "harnesses/livecommerce"], cwd=repo_root, capture_output=True
-    )
-    if done.returncode != 0:
-        return None
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
-        tar.extractall(dest, filter="data")
-    return load_harness(dest / "harnesses" / "livecommerce", validate=False)
+def harness_at(version: str, repo_root: Path) -> Harness:
+    """The shipped harness at ``version``, resolved the way the CLI does: from a git tag, or from
+    the commit that recorded ``version:`` in harness.yaml where tags did not travel."""
+    return HarnessStore(repo_root / "harnesses" / "livecommerce").resolve(version).harness
