@@ -294,3 +294,31 @@ def test_unknown_route_is_404(served):
     server = served(ScriptedModel(["x"]))
     code, payload = post(server.url + "/completions", {"prompt": "x"})
     assert code == 404 and "/v1/chat/completions" in payload["error"]["message"]
+
+
+def test_a_burst_of_simultaneous_connections_is_served_not_reset(served):
+    """An eval at -j 16 (or 48) opens all its connections at once; none may be refused."""
+    import time
+
+    def slow(messages, tools):
+        time.sleep(0.2)
+        return "ok"
+
+    server = served(ScriptedModel([slow], repeat_last=True))
+    start = threading.Barrier(48)
+    results: list[int] = []
+
+    def one() -> None:
+        start.wait()
+        try:
+            code, _ = post(server.url + "/chat/completions", {"model": "demo", "messages": USER})
+        except OSError:
+            code = -1
+        results.append(code)
+
+    threads = [threading.Thread(target=one) for _ in range(48)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [200] * 48
