@@ -245,22 +245,30 @@ def _rename(h: Harness, mapping: dict[str, str]) -> list[str]:
     return rewrite_all_literal_names(h, mapping)
 
 
+def _rename_elements(
+    h: Harness, ctx: OpContext, rng: random.Random, elements: list[Any], element: str
+) -> tuple[dict[str, Any], list[Change]]:
+    """Give a strength-sized pick of ``elements`` (skills or tools) new names, and move every
+    reference to each old name with it."""
+    namer = _Namer(h, ctx, rng)
+    changes, mapping, kinds = [], {}, {}
+    for e in _pick(rng, elements, ctx.strength):
+        new, kind, style = namer.new(e.name)
+        mapping[e.name] = new
+        kinds[e.key] = f"{kind}/{style}"
+        changes.append(Change(f"{element}:{e.key}", "name", e.name, new))
+        e.name = new
+    moved = _rename(h, mapping)
+    return {"kinds": kinds, "rewrote_literal": moved}, changes
+
+
 # -- skills -------------------------------------------------------------------------------------
 
 
 @operator("rename_skills", "skills")
 def rename_skills(h: Harness, ctx: OpContext, rng: random.Random) -> tuple[dict[str, Any], list[Change]]:
     """Rename skills: synonyms, other naming styles, or pronounceable random identifiers."""
-    namer = _Namer(h, ctx, rng)
-    changes, mapping, kinds = [], {}, {}
-    for s in _pick(rng, h.skills, ctx.strength):
-        new, kind, style = namer.new(s.name)
-        mapping[s.name] = new
-        kinds[s.key] = f"{kind}/{style}"
-        changes.append(Change(f"skill:{s.key}", "name", s.name, new))
-        s.name = new
-    moved = _rename(h, mapping)
-    return {"kinds": kinds, "rewrote_literal": moved}, changes
+    return _rename_elements(h, ctx, rng, h.skills, "skill")
 
 
 @operator("rename_skill_loader", "skills")
@@ -386,16 +394,7 @@ def reorder_rules(h: Harness, ctx: OpContext, rng: random.Random) -> tuple[dict[
 @operator("rename_tools", "tools")
 def rename_tools(h: Harness, ctx: OpContext, rng: random.Random) -> tuple[dict[str, Any], list[Change]]:
     """Rename tools (same key, backend and parameters)."""
-    namer = _Namer(h, ctx, rng)
-    changes, mapping, kinds = [], {}, {}
-    for t in _pick(rng, h.tools, ctx.strength):
-        new, kind, style = namer.new(t.name)
-        mapping[t.name] = new
-        kinds[t.key] = f"{kind}/{style}"
-        changes.append(Change(f"tool:{t.key}", "name", t.name, new))
-        t.name = new
-    moved = _rename(h, mapping)
-    return {"kinds": kinds, "rewrote_literal": moved}, changes
+    return _rename_elements(h, ctx, rng, h.tools, "tool")
 
 
 @operator("rewrite_tool_descriptions", "tools")

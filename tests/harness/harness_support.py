@@ -11,20 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from harnessctl.sim.backends import SIM_BACKENDS  # noqa: F401 - re-exported for the harness tests
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIVECOMMERCE = REPO_ROOT / "harnesses" / "livecommerce"
-
-#: The backends the simulator registers; the shipped harness binds its tools to them.
-SIM_BACKENDS = (
-    "sim.search_products",
-    "sim.get_product",
-    "sim.get_stock",
-    "sim.get_promotions",
-    "sim.estimate_shipping",
-    "sim.get_order_status",
-    "sim.get_return_policy",
-    "sim.handoff_to_human",
-)
 
 
 def _unused_backend(world, args):  # pragma: no cover - never called by validation
