@@ -280,7 +280,7 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
             side, other = (("A", "B"), ("B", "A"))[s.present_in == "B"]
             n = s.only_a or s.only_b
             why = s.skipped_b if s.present_in == "A" else s.skipped_a
-            t.add_row(s.suite, f"[dim]only in {side}[/]", "", "", "", "", "", "")
+            t.add_row(s.suite, f"[dim]{side} only[/]", "", "", "", "", "", "")
             notes.append(f"{s.suite}: only run {side} has it ({n} cases); run {other} " + (f"skipped it: {why}" if why else "did not run it") + "; not compared")
             continue
         if not s.n_paired:
@@ -290,7 +290,7 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
         color = "red" if s.regression else "green" if d.value > 0 else "white"
         t.add_row(
             f"[bold red]{s.suite} ✗[/]" if s.regression else s.suite, str(s.n_paired), f"{s.score_a:.1f}", f"{s.score_b:.1f}",
-            f"[{color}]{d.value:+.2f}[/]", f"[{d.low:+.1f}, {d.high:+.1f}]", str(len(s.pass_to_fail)), str(len(s.fail_to_pass)),
+            f"[{color}]{d.value:+.1f}[/]", f"[{d.low:+.1f}, {d.high:+.1f}]", str(len(s.pass_to_fail)), str(len(s.fail_to_pass)),
         )
         if s.only_a or s.only_b:
             notes.append(f"{s.suite}: compared on the {s.n_paired} shared cases; left out {s.only_a} only in A, {s.only_b} only in B")
