@@ -183,7 +183,7 @@ class _QuietHTTPServer(ThreadingHTTPServer):
     server under load: log it at debug level instead of printing a traceback to stderr."""
 
     # socketserver's default backlog is 5: an eval opening 16 connections at once would see
-    # some refused or delayed by a SYN retry (~1 s). Servers under load keep a deeper queue.
+    # some reset or delayed by a SYN retry (~1 s). Servers under load keep a deeper queue.
     request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessctl.sim.backends import SIM_BACKENDS  # noqa: F401 - re-exported for the harness tests
+from harnessctl.sim.backends import SIM_BACKENDS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIVECOMMERCE = REPO_ROOT / "harnesses" / "livecommerce"

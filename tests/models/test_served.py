@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -298,7 +299,6 @@ def test_unknown_route_is_404(served):
 
 def test_a_burst_of_simultaneous_connections_is_served_not_reset(served):
     """An eval at -j 16 (or 48) opens all its connections at once; none may be refused."""
-    import time
 
     def slow(messages, tools):
         time.sleep(0.2)
