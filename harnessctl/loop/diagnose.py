@@ -22,7 +22,13 @@ from harnessctl.eval.results import CaseResult
 from harnessctl.eval.store import RunStore
 
 from .evaluate import RUN_CASES_DIR, read_items
-from .failures import RUNTIME, CaseFailures, FailureItem, failure_items
+from .failures import (
+    RUNTIME,
+    CaseFailures,
+    FailureItem,
+    failure_items,
+    retries_exhausted,
+)
 
 
 @dataclass
@@ -208,7 +214,7 @@ def _case_view(r: CaseResult, case: Any | None, items: list[FailureItem]) -> Cas
             expected["faults"] = dict(case.faults)
     return CaseFailures(
         suite=r.suite, case_id=r.case_id, score=r.score, items=items, query=query,
-        steps=steps, reply=str(record.get("reply") or "")[:300], expected=expected,
+        steps=steps, reply=str(record.get("reply") or "")[:300], expected=expected, gave_up=retries_exhausted(record),
     )
 
 

@@ -90,6 +90,8 @@ class CaseFailures:
     steps: list[str] = field(default_factory=list)
     reply: str = ""
     expected: dict[str, Any] = field(default_factory=dict)
+    #: Tool keys whose calls still failed (a world error) when the retry hook's attempts ran out.
+    gave_up: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> float:
@@ -208,6 +210,26 @@ def _block_or(harness: Any | None, block_key: str, fallback: str) -> str:
     if harness is not None and any(b.key == block_key for b in harness.prompt.blocks):
         return f"prompt_block:{block_key}"
     return fallback
+
+
+def retries_exhausted(record: dict[str, Any]) -> list[str]:
+    """Tool keys whose last call failed with a world error (tool error, timeout, empty result)
+    after as many attempts as the retry hook allows: the faults outlasted the retries.
+
+    >>> retries_exhausted({"retry": {"max_attempts": 2}, "tool_steps": [
+    ...     {"key": "stock_check", "ok": False, "error": "timeout", "attempt": 1},
+    ...     {"key": "stock_check", "ok": False, "error": "timeout", "attempt": 2}]})
+    ['stock_check']
+    """
+    limit = int((record.get("retry") or {}).get("max_attempts", 2) or 2)
+    last: dict[str, dict[str, Any]] = {}
+    for step in record.get("tool_steps") or []:
+        if step.get("key"):
+            last[step["key"]] = step
+    return sorted(
+        k for k, s in last.items()
+        if not s.get("ok") and s.get("error") in ("tool_error", "timeout", "empty_result") and int(s.get("attempt") or 1) >= limit
+    )
 
 
 def split_element(element: str) -> tuple[str, str | None, str]:

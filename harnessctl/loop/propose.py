@@ -215,18 +215,13 @@ def _retry(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
     affected = 0
     for cf in diagnosis.cases:
         faults = cf.expected.get("faults") or {}
-        if not faults or not any(i.component in ("correctness", "tool_rationality") for i in cf.items):
-            continue
-        for plan in faults.values():
-            leading = 0
-            for f in plan:
-                if f == "ok":
-                    break
-                leading += 1
-                kinds.add({"error": "tool_error", "empty": "empty_result", "malformed": "tool_error"}.get(f, f))
-            if leading >= retry.max_attempts and leading < len(plan) + 1:
+        for tool in cf.gave_up:  # the record shows the hook's attempts ran out on this tool
+            plan = faults.get(tool) or []
+            leading = next((i for i, f in enumerate(plan) if f == "ok"), len(plan))
+            kinds.update({"error": "tool_error", "empty": "empty_result", "malformed": "tool_error"}.get(f, f) for f in plan[:leading])
+            if retry.max_attempts <= leading < len(plan):  # the faults clear one attempt later
                 needed = max(needed, leading + 1)
-                affected += 1
+            affected += 1
     missing = sorted(k for k in kinds if k not in retry.on and k in ("tool_error", "timeout", "empty_result", "invalid_call"))
     ops: list[dict[str, Any]] = []
     if needed > retry.max_attempts:
