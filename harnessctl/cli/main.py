@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "harnessctl.cli.run_cmds",  # run, serve, model init
     "harnessctl.cli.augment_cmds",  # augment
     "harnessctl.cli.eval_cmds",  # eval, compare, report, judge
+    "harnessctl.cli.loop_cmds",  # diagnose, edit, loop, release, rollback, bench latency
 )
 
 for _name in COMMAND_MODULES:
