@@ -186,6 +186,8 @@ def edit(
             proposals = (valid + proposals)[:limit]
         for i, p in enumerate(proposals, 1):
             p.id = f"p{i}"
+            if p.diff is not None:
+                p.diff["to"] = p.id
         if pick is not None and pick > len(proposals):
             raise CLIError(f"--pick {pick}: there are {len(proposals)} proposal(s)")
     chosen = proposals[(pick or 1) - 1] if proposals else None

@@ -61,6 +61,8 @@ def propose_rules(diagnosis: Diagnosis, harness: Harness, *, harness_dir: str | 
         unique = [p for p in (check_proposal(p, harness, harness_dir) for p in unique) if p.valid]
     for i, p in enumerate(unique[:limit], 1):
         p.id = f"p{i}"
+        if p.diff is not None:
+            p.diff["to"] = p.id
     return unique[:limit]
 
 

@@ -144,8 +144,8 @@ def release(
         versions = store.list_versions()
         prod_ref = versions[-1].name if versions else None
     prod = store.resolve(prod_ref) if prod_ref else None
-    if prod is not None and prod.version is None:  # name the production commit by its version when it has one
-        prod_ref = next((v.name for v in store.list_versions() if v.commit == prod.commit), prod_ref)
+    if prod is not None:  # name the production commit by its version when it has one
+        prod_ref = prod.version or next((v.name for v in store.list_versions() if v.commit == prod.commit), prod_ref)
     result = ReleaseResult(
         version=version, harness=name, candidate=str(cand.commit), production=prod.commit if prod else None,
         production_label=prod_ref, passed=True, gated=gate is not None,
