@@ -10,7 +10,7 @@
 # the gate passes) and that P95 latency stays within the 15 s budget.
 #
 #   bash scripts/loop_demo.sh [WORK_DIR]        (default: out/loop_demo)
-#   LIMIT=6 PYTHON=.venv/bin/python bash scripts/loop_demo.sh
+#   LIMIT=6 PYTHON=.venv/bin/python TINY_MODEL=path/to/built/model bash scripts/loop_demo.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ -z "${PYTHON:-}" ]; then
@@ -22,7 +22,8 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 REPO="$WORK/repo"
 H="$REPO/harnesses/livecommerce"
 RUNS="$WORK/runs"
-MODEL="local:$WORK/tiny"
+TINY="${TINY_MODEL:-$WORK/tiny}"   # an existing `model init` folder is reused
+MODEL="local:$TINY"
 rm -rf "$REPO" "$RUNS" "$WORK/releases"
 
 hc() { "$PYTHON" -m harnessctl.cli.main "$@"; }
@@ -38,7 +39,7 @@ step() {  # step "title" command...  (exit 1 is allowed where the command means 
 }
 
 # 0. The embedded default model (untrained) and a scratch repository with production at v1.
-[ -f "$WORK/tiny/config.json" ] || step "build the embedded tiny model" hc model init --out "$WORK/tiny"
+[ -f "$TINY/config.json" ] || step "build the embedded tiny model" hc model init --out "$TINY"
 mkdir -p "$REPO/harnesses" && cp -r "$ROOT/harnesses/livecommerce" "$REPO/harnesses/"
 git -C "$REPO" init -q -b main
 git -C "$REPO" config user.email "live-ops@example.com"

@@ -72,3 +72,15 @@ def harness_repo(tmp_path: Path, source: Path) -> Path:
     git(root, "add", ".")
     git(root, "commit", "-qm", "harness")
     return folder
+
+
+def hc(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the real CLI (``python -m harnessctl.cli.main``) and return what it did."""
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    return subprocess.run(
+        [sys.executable, "-m", "harnessctl.cli.main", *args], check=False, capture_output=True, text=True,
+        cwd=cwd or REPO_ROOT, timeout=timeout,
+    )
