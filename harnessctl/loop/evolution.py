@@ -88,8 +88,8 @@ def build_evolution_suite(diff: HarnessDiff, pool: list[SuiteItem], *, per_eleme
         if kinds == {REMOVED}:
             suite.uncovered[path] = "removed: the cases that expect it are retired with it"
             continue
-        chosen, why = _select(changes[0], pool, harness)
-        chosen = sample(chosen, per_element)
+        tiers, why = _select(changes[0], pool, harness)
+        chosen = _pick(tiers, per_element)
         if not chosen:
             suite.uncovered[path] = why or ("added: no suite case asks for it yet" if ADDED in kinds else "no suite case involves it")
             continue
@@ -106,52 +106,63 @@ def build_evolution_suite(diff: HarnessDiff, pool: list[SuiteItem], *, per_eleme
     return suite
 
 
+def _pick(tiers: list[list[SuiteItem]], n: int) -> list[SuiteItem]:
+    """``n`` items, an evenly spread sample of the first tier, topped up from the next ones."""
+    out: list[SuiteItem] = []
+    for tier in tiers:
+        out += sample(tier, n - len(out))
+        if len(out) >= n:
+            break
+    return out
+
+
 def _needs_tool(item: SuiteItem, tool: str) -> bool:
     return any(c.tool == tool and c.required for c in item.case.expect.calls)
 
 
-def _select(c: Change, pool: list[SuiteItem], harness: Any | None) -> tuple[list[SuiteItem], str | None]:
+def _select(c: Change, pool: list[SuiteItem], harness: Any | None) -> tuple[list[list[SuiteItem]], str | None]:
+    """Tiers of candidate cases for a change, the best-suited first, and why there are none."""
     e, key = c.element, c.key
     if e == "tool":
-        return [i for i in pool if _needs_tool(i, key)], None
+        return [[i for i in pool if _needs_tool(i, key)]], None
     if e == "skill":
-        return [i for i in pool if i.case.expect.skill == key], None
+        return [[i for i in pool if i.case.expect.skill == key]], None
     if e == "rule":
         of_skill = [i for i in pool if i.case.expect.skill == c.parent]
         tools = _rule_tools(harness, c.parent, key)
         first = [i for i in of_skill if any(_needs_tool(i, t) for t in tools)]
-        return first + [i for i in of_skill if i not in first], None
+        return [first, [i for i in of_skill if i not in first]], None
     if e == "skill_loader":
-        return [i for i in pool if i.case.expect.skill], None
+        return [[i for i in pool if i.case.expect.skill]], None
     if e == "constraint":
         if key == "max_tool_calls":
             return _most(pool, lambda i: len([x for x in i.case.expect.calls if x.required])), None
         if key == "max_turns":
             return _most(pool, lambda i: max((x.round for x in i.case.expect.calls), default=0)), None
-        return list(pool), None
+        return [list(pool)], None
     if e == "hook":
         if key == "retry":
             faulty = [i for i in pool if i.case.faults]
-            return faulty, None if faulty else "no suite case injects tool faults"
-        return [i for i in pool if i.case.expect.calls], None
+            return [faulty], None if faulty else "no suite case injects tool faults"
+        return [[i for i in pool if i.case.expect.calls]], None
     if e == "guard":
         if key.startswith("banned_phrases"):
             forbidden = [i for i in pool if i.case.expect.forbidden]
-            return forbidden + [i for i in pool if not i.case.expect.forbidden], None
-        return list(pool), None
+            return [forbidden, [i for i in pool if not i.case.expect.forbidden]], None
+        return [list(pool)], None
     if e == "prompt_block":
-        return _referring(pool, harness, [b.text for b in getattr(getattr(harness, "prompt", None), "blocks", []) if b.key == key]), None
+        return [_referring(pool, harness, [b.text for b in getattr(getattr(harness, "prompt", None), "blocks", []) if b.key == key])], None
     if e == "variable":
         texts = [b.text for b in getattr(getattr(harness, "prompt", None), "blocks", []) if key in _TEMPLATE.findall(b.text)]
-        return _referring(pool, harness, texts), None
-    return list(pool), None  # harness name/description: any case
+        return [_referring(pool, harness, texts)], None
+    return [list(pool)], None  # harness name/description: any case
 
 
-def _most(pool: list[SuiteItem], measure: Any) -> list[SuiteItem]:
+def _most(pool: list[SuiteItem], measure: Any) -> list[list[SuiteItem]]:
     if not pool:
-        return []
+        return [[]]
     top = max(measure(i) for i in pool)
-    return [i for i in pool if measure(i) == top] + [i for i in pool if measure(i) != top]
+    return [[i for i in pool if measure(i) == top], [i for i in pool if measure(i) != top]]
 
 
 def _rule_tools(harness: Any | None, skill: str | None, rule: str) -> list[str]:
