@@ -163,10 +163,11 @@ async def abench_latency(
             async with sem:
                 started = time.perf_counter()
                 try:
+                    asked = streamed
                     try:
-                        s = await _one(litellm, kwargs, streamed)
-                    except Exception as e:
-                        if not (streamed and _streaming_refused(e)):
+                        s = await _one(litellm, kwargs, asked)
+                    except Exception as e:  # a server without streaming answers 400: ask again without
+                        if not (asked and _streaming_refused(e)):
                             raise
                         streamed = False
                         s = await _one(litellm, kwargs, False)
