@@ -309,6 +309,7 @@ def release(
     threshold: ThresholdOpt = 1.0,
     latency_budget: Annotated[str, typer.Option("--latency-budget", help="P95 reply latency budget, e.g. 15s.")] = "15s",
     message: Annotated[str, typer.Option("--message", "-M", help="Tag message.")] = "",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run the gate only: no tag, no pointer, no note (for pull requests).")] = False,
     notes_dir: Annotated[Path, typer.Option("--notes-dir", help="Folder for release notes.")] = Path("releases"),
     runs_dir: RunsDirOpt = Path("runs"),
     evals_dir: EvalsDirOpt = Path("evals"),
@@ -333,7 +334,9 @@ def release(
                 evals_dir=str(evals_dir), cache=not no_cache,
             )
         with _progress(not as_json and gate) as progress:
-            result = do_release(folder, version, gate=cfg, production=production, message=message, notes_dir=notes_dir, progress=progress)
+            result = do_release(
+                folder, version, gate=cfg, production=production, message=message, notes_dir=notes_dir, progress=progress, dry_run=dry_run,
+            )
     if as_json:
         print_json(result.to_dict())
     else:
@@ -363,6 +366,9 @@ def _print_release(r: Any) -> None:
         out.print(f"latency per reply: P50 {lat['p50']:.2f}s · P95 {lat['p95']:.2f}s · P99 {lat['p99']:.2f}s (budget {lat['budget_s']:g}s)")
     if not r.passed:
         out.print(f"[bold red]release {r.version} refused[/]: " + "; ".join(r.reasons) + " — nothing was tagged or moved")
+        return
+    if r.dry_run:
+        out.print(f"[bold green]gate passed[/] for {r.version} (dry run: nothing tagged or moved)")
         return
     out.print(f"[bold green]released {r.version}[/] (tag {r.tag}, commit {str(r.tagged_commit)[:7]}); {r.pointer} → {r.version}; note: {r.note}")
 

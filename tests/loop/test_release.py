@@ -108,6 +108,8 @@ def test_a_latency_budget_miss_is_refused_through_the_cli_with_exit_1(tmp_path, 
     assert refused.returncode == 1, refused.stderr
     assert any("over the 0.001s budget" in r for r in json.loads(refused.stdout)["reasons"])
     assert _state(repo) == before
+    dry = hc(*args, "--dry-run")
+    assert dry.returncode == 0 and "gate passed" in dry.stdout and _state(repo) == before
     passed = hc(*args)
     assert passed.returncode == 0, passed.stderr
     assert "released v2" in passed.stdout
