@@ -36,6 +36,7 @@ LimitOpt = Annotated[int, typer.Option("--limit", min=1, help="Cases per standar
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Cases in flight at once.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model-call cache.")]
 ThresholdOpt = Annotated[float, typer.Option("--threshold", help="A suite that drops more than this many points is a regression.")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per model turn.")]
 
 bench_app = typer.Typer(help="Benchmarks against served models.", no_args_is_help=True)
 
@@ -239,6 +240,7 @@ def loop(
     jobs: JobsOpt = 2,
     no_cache: NoCacheOpt = False,
     apply: Annotated[bool, typer.Option("--apply", help="Commit the best harness on a branch at the end.")] = False,
+    max_tokens: MaxTokensOpt = 256,
     as_json: JsonOpt = False,
 ) -> None:
     """Diagnose → propose → evaluate (failing slice, then all suites) → keep an edit only if it
@@ -253,7 +255,7 @@ def loop(
             config = LoopConfig(
                 model=model, harness_dir=str(resolve_harness_path(harness)), budget=budget, api_base=api_base, suites=_suites(suite),
                 limit=limit, threshold=threshold, proposer=proposer, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
-                cache=not no_cache,
+                cache=not no_cache, max_tokens=max_tokens,
             )
         started = time.perf_counter()
 
@@ -315,6 +317,7 @@ def release(
     evals_dir: EvalsDirOpt = Path("evals"),
     jobs: JobsOpt = 2,
     no_cache: NoCacheOpt = False,
+    max_tokens: MaxTokensOpt = 256,
     as_json: JsonOpt = False,
 ) -> None:
     """Gate a harness version and release it: tag it, move the production ref, write the note.
@@ -331,7 +334,7 @@ def release(
             cfg = GateConfig(
                 model=model, api_base=api_base, suites=_suites(suite), limit=limit, per_element=per_element, threshold=threshold,
                 latency_budget_s=_duration(latency_budget, "--latency-budget"), jobs=jobs, runs_dir=str(runs_dir),
-                evals_dir=str(evals_dir), cache=not no_cache,
+                evals_dir=str(evals_dir), cache=not no_cache, max_tokens=max_tokens,
             )
         with _progress(not as_json and gate) as progress:
             result = do_release(

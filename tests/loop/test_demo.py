@@ -12,7 +12,7 @@ from tests.conftest import REPO_ROOT
 
 
 def test_loop_demo_goes_from_a_failing_run_to_a_gated_release(tmp_path, tiny_model_path):
-    env = {**os.environ, "PYTHON": sys.executable, "TINY_MODEL": str(tiny_model_path), "LIMIT": "2"}
+    env = {**os.environ, "PYTHON": sys.executable, "TINY_MODEL": str(tiny_model_path), "LIMIT": "2", "MAX_TOKENS": "48"}
     proc = subprocess.run(
         ["bash", str(REPO_ROOT / "scripts" / "loop_demo.sh"), str(tmp_path / "demo")], check=False, capture_output=True,
         text=True, env=env, cwd=REPO_ROOT, timeout=600,

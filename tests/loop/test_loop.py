@@ -70,7 +70,7 @@ def test_a_loop_resumed_with_other_settings_is_refused(tmp_path):
 def test_loop_cli_runs_the_tiny_model_in_process_and_resumes_a_finished_loop(tmp_path, tiny_model_path):
     args = ["loop", "--model", f"local:{tiny_model_path}", "--budget", "1", "--suite", "livestream", "--limit", "2",
             "--evals-dir", str(EVALS), "--loops-dir", str(tmp_path / "loops"), "--loop-id", "tiny", "-H", str(LIVECOMMERCE),
-            "--no-cache", "--json"]
+            "--no-cache", "--max-tokens", "32", "--json"]
     first = hc(*args)
     assert first.returncode == 0, first.stderr
     data = json.loads(first.stdout)
