@@ -282,7 +282,7 @@ def loop(
         return
     table = Table(title=f"loop {result.loop_id} — {result.stopped}", title_justify="left")
     for col in ("cand.", "edit", "targeted failures", "slice before→after", *[f"{s} before→after" for s in result.baseline], "kept"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for row in result.rows:
         sl = row["slice"]
         cells = [f"{row['before'].get(s, 0):.1f}→{row['after'][s]:.1f}" if row["after"] else "—" for s in result.baseline]
