@@ -245,7 +245,12 @@ def loop(
 ) -> None:
     """Diagnose → propose → evaluate (failing slice, then all suites) → keep an edit only if it
     wins without a regression → repeat within --budget; journaled and resumable."""
-    from harnessctl.loop.improve import LoopConfig, open_loop_config, run_loop
+    from harnessctl.loop.improve import (
+        LoopConfig,
+        new_loop_id,
+        open_loop_config,
+        run_loop,
+    )
 
     with _errors():
         if resume:
@@ -257,6 +262,7 @@ def loop(
                 limit=limit, threshold=threshold, proposer=proposer, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
                 cache=not no_cache, max_tokens=max_tokens,
             )
+            loop_id = loop_id or new_loop_id()
         started = time.perf_counter()
 
         def on_step(name: str, data: dict[str, Any]) -> None:
@@ -267,7 +273,7 @@ def loop(
             try:
                 result = run_loop(config, loop_id=loop_id, progress=progress, on_step=on_step)
             except KeyboardInterrupt:
-                raise CLIError(f"interrupted; resume with `harnessctl loop --resume {loop_id or '<id>'} --loops-dir {loops_dir}`", code=130) from None
+                raise CLIError(f"interrupted; resume with `harnessctl loop --model {config.model} --resume {loop_id} --loops-dir {loops_dir}`", code=130) from None
         applied = None
         if apply and result.kept:
             from harnessctl.harness import load_harness
