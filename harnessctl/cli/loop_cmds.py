@@ -233,6 +233,7 @@ def loop(
     limit: LimitOpt = 6,
     threshold: ThresholdOpt = 1.0,
     proposer: Annotated[str | None, typer.Option("--proposer", help="An LLM (litellm string) proposing edits beside the rules.")] = None,
+    proposer_api_base: Annotated[str | None, typer.Option("--proposer-api-base", help="Endpoint of the proposer when it is served locally.")] = None,
     loop_id: Annotated[str | None, typer.Option("--loop-id", help="Name the loop; an existing one resumes.")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Resume the loop with this id, with its own settings.")] = None,
     loops_dir: Annotated[Path, typer.Option("--loops-dir", help="Folder that holds loop folders.")] = Path("loops"),
@@ -259,7 +260,7 @@ def loop(
         else:
             config = LoopConfig(
                 model=model, harness_dir=str(resolve_harness_path(harness)), budget=budget, api_base=api_base, suites=_suites(suite),
-                limit=limit, threshold=threshold, proposer=proposer, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
+                limit=limit, threshold=threshold, proposer=proposer, proposer_api_base=proposer_api_base, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
                 cache=not no_cache, max_tokens=max_tokens,
             )
             loop_id = loop_id or new_loop_id()

@@ -84,3 +84,22 @@ def test_loop_cli_runs_the_tiny_model_in_process_and_resumes_a_finished_loop(tmp
 def test_loop_cli_rejects_a_bad_suite_with_exit_2(tmp_path):
     proc = hc("loop", "--model", "oracle", "--suite", "ifeval", "-H", str(LIVECOMMERCE), "--loops-dir", str(tmp_path))
     assert proc.returncode == 2 and "--suite 'ifeval'" in proc.stderr
+
+
+def test_an_llm_proposers_edit_is_tried_first_and_kept_when_it_wins(tmp_path):
+    from harnessctl.models.scripted import ScriptedModel
+    from harnessctl.models.server import serve_in_background
+
+    answer = {"proposals": [{
+        "title": "returns rule first", "rationale": "the returns policy call is missed", "targets": ["rule:shipping_returns.returns_from_policy"],
+        "ops": [{"op": "move", "element": "rule", "parent": "shipping_returns", "key": "returns_from_policy", "to": 1}],
+    }]}
+    url, stop = serve_in_background(ScriptedModel([json.dumps(answer)], name="p", repeat_last=True), model_name="p")
+    try:
+        cfg = _config(tmp_path, budget=1, proposer="openai/p", proposer_api_base=url)
+        result = run_loop(cfg, loop_id="llm", backend=ShortRuleSpanModel())
+    finally:
+        stop()
+    row = result.rows[0]
+    assert row["source"] == "llm:openai/p" and row["proposal"] == "returns rule first"
+    assert row["kept"] and sum(result.final.values()) > sum(result.baseline.values())
