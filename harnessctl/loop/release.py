@@ -108,7 +108,10 @@ class ReleaseResult:
 
 
 def production_commit(store: HarnessStore, harness_name: str) -> str | None:
-    """The commit the production ref points to, or None before the first release."""
+    """The commit the production ref points to, or None before the first release.
+
+    >>> production_commit(HarnessStore("harnesses/livecommerce"), "livecommerce")   # doctest: +SKIP
+    """
     try:
         return store.repo.git.rev_parse("--verify", "-q", pointer_name(harness_name) + "^{commit}").strip() or None
     except Exception:  # noqa: BLE001 - git says "no such ref" with an error status
@@ -129,7 +132,10 @@ def release(
 ) -> ReleaseResult:
     """Gate (unless ``gate`` is None), then tag ``version``, move the production ref and write
     the release note (``dry_run``: gate only, nothing written). Raises :class:`StoreError` for a bad version, a dirty folder or an unknown
-    production reference (nothing changed); returns ``passed=False`` on a refusal."""
+    production reference (nothing changed); returns ``passed=False`` on a refusal.
+
+    >>> release("harnesses/livecommerce", "v5", gate=GateConfig(model="openai/mia", api_base=url)).passed   # doctest: +SKIP
+    """
     store = HarnessStore(harness_dir)
     where = store.rel or "."
     if not is_version_name(version):
@@ -236,7 +242,10 @@ def _latency(run: LoopRun, budget_s: float) -> dict[str, Any]:
 
 
 def write_release_note(result: ReleaseResult, diff: HarnessDiff | None, notes_dir: str | Path) -> Path:
-    """``<notes_dir>/<harness>-<version>.md``: the changelog from the diff and the eval table."""
+    """``<notes_dir>/<harness>-<version>.md``: the changelog from the diff and the eval table.
+
+    >>> write_release_note(result, diff, "releases")   # doctest: +SKIP
+    """
     folder = Path(notes_dir)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{result.harness}-{result.version}.md"
