@@ -152,3 +152,14 @@ class StreamingStub:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def run_cli(*args: str) -> Any:
+    """Run ``harnessctl ARGS`` in process (typer's CliRunner on the real app): the same commands
+    as :func:`hc` without paying the interpreter's start and imports again. Stdout and stderr
+    come back apart (``.stdout``, ``.stderr``); an uncaught exception fails the test."""
+    from typer.testing import CliRunner
+
+    from harnessctl.cli.main import app
+
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)

@@ -12,7 +12,7 @@ from harnessctl.loop.journal import Journal, LoopInterrupted
 from tests.conftest import LIVECOMMERCE
 
 from .conftest import EVALS
-from .support import ShortRuleSpanModel, hc
+from .support import ShortRuleSpanModel, hc, run_cli
 
 
 def _config(tmp_path, **kw) -> LoopConfig:
@@ -71,13 +71,13 @@ def test_loop_cli_runs_the_tiny_model_in_process_and_resumes_a_finished_loop(tmp
     args = ["loop", "--model", f"local:{tiny_model_path}", "--budget", "1", "--suite", "livestream", "--limit", "2",
             "--evals-dir", str(EVALS), "--loops-dir", str(tmp_path / "loops"), "--loop-id", "tiny", "-H", str(LIVECOMMERCE),
             "--no-cache", "--max-tokens", "32", "--json"]
-    first = hc(*args)
-    assert first.returncode == 0, first.stderr
+    first = run_cli(*args)
+    assert first.exit_code == 0, first.output
     data = json.loads(first.stdout)
     assert data["loop_id"] == "tiny" and data["baseline"]["livestream"] <= 100.0
     assert len(data["rows"]) <= 1  # the budget: one candidate at most
-    again = hc("loop", "--model", "ignored", "--resume", "tiny", "--loops-dir", str(tmp_path / "loops"), "--json")
-    assert again.returncode == 0, again.stderr
+    again = run_cli("loop", "--model", "ignored", "--resume", "tiny", "--loops-dir", str(tmp_path / "loops"), "--json")
+    assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["final"] == data["final"]
 
 
