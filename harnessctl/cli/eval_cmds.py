@@ -201,7 +201,7 @@ def _exit_on_errors(summary: dict[str, Any], manifest: dict[str, Any], where: st
     total = sum(s["n_results"] for s in summary["suites"].values()) or 1
     share = float((manifest.get("config") or {}).get("max_error_share") or 0.0)
     run_id = summary.get("run_id")
-    err.print(f"[bold red]{errors} of {total} cases ended in an error[/] (not scored as passes; listed above).")
+    err.print(f"[bold red]{errors} of {total} cases ended in an error[/] (not scored as passes); the first distinct errors:")
     for e in summary.get("first_errors") or []:
         err.print(f"  [red]{e['count']} ×[/] {_escape(e['error'])}")
     if errors / total > share:
@@ -250,7 +250,7 @@ def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str],
     from harnessctl.eval.summary import model_label
 
     label = summary.get("model_label") or model_label(summary.get("model"))
-    t = Table(title=f"run {summary.get('run_id')} · {_escape(label)}", title_justify="left", box=box.SIMPLE_HEAD)
+    t = Table(title=f"run {summary.get('run_id')} · {_escape(label)}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
     for col in ("suite", "score", "n", "pass%", "P50", "P95", "P99", ">budget", "errors", "cached"):
         t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
     for name, s in summary["suites"].items():
@@ -265,7 +265,8 @@ def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str],
     out.print(t)
     for name, s in summary["suites"].items():
         parts = ", ".join(f"{k} {v:.1f}" for k, v in s["components"].items())
-        out.print(f"[bold]{name}[/] components: {parts}")
+        if parts:
+            out.print(f"[bold]{name}[/] components: {parts}")
         if "ifeval" in s:
             i = s["ifeval"]
             out.print(

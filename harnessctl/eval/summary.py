@@ -73,9 +73,9 @@ def suite_summary(results: list[CaseResult], latency_budget_s: float | None = No
         for k, v in r.components.items():
             if isinstance(v, (int, float)):
                 comps[k].append(float(v))
-    # Latency of fully cached episodes says nothing about the model: leave them out unless
-    # every episode was cached.
-    live = [r for r in results if not r.cached and r.error is None] or [r for r in results if r.error is None]
+    # Latency of fully cached episodes says nothing about the model: leave them out (a run
+    # answered wholly from the cache has no latency to report, not a latency of zero).
+    live = [r for r in results if not r.cached and r.error is None]
     out: dict[str, Any] = {
         "score": _pct(sum(r.score for r in results) / n_results) if n_results else 0.0,
         "n": len(cases),
