@@ -177,19 +177,18 @@ def eval_cmd(
 #: Options that decide what a run does: a resume takes them from the run's manifest.
 _RUN_SETTINGS = (
     "suite", "model", "api_base", "api_key_env", "limit", "repeat", "no_cache", "latency_budget", "case_timeout",
-    "temperature", "max_tokens", "retries", "max_error_share", "run_id", "harness", "evals_dir",
+    "temperature", "max_tokens", "retries", "max_error_share", "run_id",
 )
 
 
 def _refuse_settings_on_resume(ctx: typer.Context) -> None:
-    from click.core import ParameterSource
-
-    given = [p for p in _RUN_SETTINGS if ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
+    # Typer ships its own copy of click: compare the source by name, not by click's enum.
+    given = [p for p in _RUN_SETTINGS if getattr(ctx.get_parameter_source(p), "name", "") == "COMMANDLINE"]
     if given:
         flags = ", ".join("--" + p.replace("_", "-") for p in given)
         raise CLIError(
             f"--resume finishes a run with its own settings (from its manifest); drop {flags} "
-            "(only -j/--jobs, --runs-dir and --json go with --resume), or start a new run"
+            "(-j/--jobs, --runs-dir and --json go with --resume), or start a new run"
         )
 
 
@@ -340,14 +339,21 @@ def runs(
         t.add_column(col, justify="right" if col in ("overall", "errors") else "left")
     for r in rows:
         if "problem" in r:
-            t.add_row(r["run_id"], f"[red]{_escape(r['problem'])}[/]", "", "", "", "")
+            t.add_row(r["run_id"], "[red]unreadable (below)[/]", "", "", "", "")
             continue
         scores = ", ".join(f"{k} {v:.1f}" for k, v in r["scores"].items())
         done = "[green]yes[/]" if r["complete"] else f"[yellow]no ({r['results']}/{r['planned']})[/]"
-        model = "oracle [dim](reference policy)[/]" if r.get("model") == "oracle" else _escape(str(r.get("model")))
+        model = "oracle*" if r.get("model") == "oracle" else _escape(str(r.get("model")))
         t.add_row(r["run_id"], model, scores or ", ".join(r["suites"]), f"{r['overall']:.1f}",
                   f"[red]{r['errors']}[/]" if r["errors"] else "0", done)
     out.print(t)
+    if any(r.get("model") == "oracle" for r in rows):
+        from harnessctl.eval.summary import ORACLE_LABEL
+
+        out.print(f"[dim]* the oracle: the {ORACLE_LABEL}, not a model[/]")
+    for r in rows:
+        if "problem" in r:
+            err.print(f"[red]{r['run_id']}:[/] {_escape(r['problem'])}")
 
 
 def compare(

@@ -199,7 +199,9 @@ class LiteLLMModel:
         litellm = import_litellm()
         model = self.name.split("/", 1)[1] if "/" in self.name else self.name
         try:
-            supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=self.provider)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # pydantic, about litellm's own typed dicts
+                supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=self.provider)
         except Exception:  # noqa: BLE001 - a provider litellm has no table for
             supported = None
         if not supported:
