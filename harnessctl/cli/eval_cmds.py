@@ -36,7 +36,7 @@ eval_app = typer.Typer(
     invoke_without_command=True,
     no_args_is_help=False,
 )
-judge_app = typer.Typer(help="The agent-as-judge: calibrate it against human labels, label episodes.", no_args_is_help=True)
+judge_app = typer.Typer(help="The agent-as-judge: calibrate it against labelled episodes, label episodes.", no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -468,7 +468,7 @@ def judge_calibrate(
     limit: Annotated[Optional[int], typer.Option("--limit", help="Use the first N labels only.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Measure the judge against human labels: agreement, Cohen's kappa, TPR/TNR and
+    """Measure the judge against labelled episodes: agreement, Cohen's kappa, TPR/TNR and
     position-swap consistency, each with a 95% bootstrap interval."""
     from harnessctl.eval.calibrate import calibrate
     from harnessctl.eval.judge import Judge
