@@ -120,3 +120,30 @@ def test_the_demo_echoes_commands_quoted_and_honours_no_color(tmp_path):
         assert res.returncode == 0, res.stderr
         assert ("\x1b[" in res.stdout) is coloured
         assert "$ printf %s\\| two\\ words it\\'s" in res.stdout and "two words|it's|" in res.stdout
+
+
+def test_hints_repeat_the_evals_folder_in_use(tmp_path):
+    (tmp_path / "myevals").mkdir()
+    res = CliRunner().invoke(app, ["eval", "--model", "oracle", "--evals-dir", str(tmp_path / "myevals"), "-H", str(HARNESS),
+                                   "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 2
+    assert f"harnessctl eval build-suites --evals-dir {tmp_path / 'myevals'}" in " ".join(res.output.split())
+    res = CliRunner().invoke(app, ["report", "nope", "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 2 and f"harnessctl runs --runs-dir {tmp_path / 'runs'}" in " ".join(res.output.split())
+
+
+def test_judge_calibrate_warns_when_the_labels_were_made_by_a_program(tmp_path, monkeypatch):
+    from harnessctl.eval import calibrate as calibrate_mod
+
+    class Stop(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Stop  # the warning comes before any judge call; no judge model is needed to see it
+
+    monkeypatch.setattr(calibrate_mod, "calibrate", stop)
+    res = CliRunner().invoke(app, ["judge", "calibrate", "--labels", str(EVALS / "labels.jsonl"), "--judge", "openai/judge",
+                                   "--api-base", "http://127.0.0.1:9/v1"])
+    assert isinstance(res.exception, Stop)
+    flat = " ".join(res.output.split())
+    assert "labels in" in flat and "were made by a program, not a person" in flat
