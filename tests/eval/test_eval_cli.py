@@ -116,7 +116,7 @@ def test_the_demo_echoes_commands_quoted_and_honours_no_color(tmp_path):
     helper = script[start: script.index("\n}\n", start) + 3]
     run = [*helper.splitlines(), 'step printf "%s|" "two words" "it\'s"']
     for env, coloured in (({"NO_COLOR": "1"}, False), ({}, False)):  # captured output is no terminal either
-        res = subprocess.run(["bash", "-c", "\n".join(run)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env})
+        res = subprocess.run(["bash", "-c", "\n".join(run)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env}, check=False)
         assert res.returncode == 0, res.stderr
         assert ("\x1b[" in res.stdout) is coloured
         assert "$ printf %s\\| two\\ words it\\'s" in res.stdout and "two words|it's|" in res.stdout

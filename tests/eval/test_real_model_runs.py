@@ -81,12 +81,16 @@ SETTINGS = ("--max-tokens", "24", "--temperature", "0.7", "--case-timeout", "90s
 
 
 def _start_and_stop(tmp_path: Path, url: str, run_id: str, sig: signal.Signals) -> tuple[subprocess.CompletedProcess, list]:
-    cmd = [
-        sys.executable, "-m", "harnessctl.cli.main", *eval_args(
-            tmp_path, "--suite", "livestream,variant", "--limit", "8", "-j", "2", *SETTINGS, "--no-cache",
-            "--model", "openai/tiny", "--api-base", url, "--run-id", run_id, "--json",
-        ),
-    ]
+    argv = ["harnessctl", *eval_args(
+        tmp_path, "--suite", "livestream,variant", "--limit", "8", "-j", "2", *SETTINGS, "--no-cache",
+        "--model", "openai/tiny", "--api-base", url, "--run-id", run_id, "--json",
+    )]
+    # Ctrl-C handling as in a terminal, even when the tests run where SIGINT is ignored (a background job).
+    start = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        f"sys.argv = {argv!r}; runpy.run_module('harnessctl.cli.main', run_name='__main__')"
+    )
+    cmd = [sys.executable, "-c", start]
     records = tmp_path / "runs" / run_id / "records.jsonl"
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
