@@ -162,7 +162,7 @@ def test_a_config_read_back_is_checked_field_by_field():
     from dataclasses import asdict
 
     assert EvalConfig.from_dict(json.loads(json.dumps(asdict(config)))) == config
-    with pytest.raises(ValueError, match="'max_tokens' is '<redacted>', not a int"):
+    with pytest.raises(ValueError, match="'max_tokens' is '<redacted>', not an integer"):
         EvalConfig.from_dict({**asdict(config), "max_tokens": "<redacted>"})
 
 
