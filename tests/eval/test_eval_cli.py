@@ -147,3 +147,16 @@ def test_judge_calibrate_warns_when_the_labels_were_made_by_a_program(tmp_path, 
     assert isinstance(res.exception, Stop)
     flat = " ".join(res.output.split())
     assert "labels in" in flat and "were made by a program, not a person" in flat
+
+
+@pytest.mark.parametrize("env, says", [(None, "no --model, no $HARNESSCTL_MODEL"), ("oracle", "from $HARNESSCTL_MODEL")])
+def test_run_says_which_model_it_uses_and_where_it_came_from(livecommerce_path, tmp_path, monkeypatch, env, says):
+    monkeypatch.chdir(tmp_path)
+    if env is None:
+        monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
+    else:
+        monkeypatch.setenv("HARNESSCTL_MODEL", env)
+    res = CliRunner().invoke(app, ["run", "-q", "how much is it?", "-p", "P003", "-H", str(livecommerce_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert says in " ".join(res.stderr.split()) and "reference policy" in res.stderr
+    assert json.loads(res.stdout)["record"]["model"] == "oracle"  # stdout stays one JSON object
