@@ -7,7 +7,15 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 OUT=out/demo
 rm -rf "$OUT" && mkdir -p "$OUT"
-step() { printf '\n\033[1;36m$ %s\033[0m\n' "$*"; "$@"; }
+# Each command is echoed quoted as a shell would need it (copy-paste runs it), in colour unless
+# NO_COLOR is set (https://no-color.org) or the output is not a terminal.
+if [ -z "${NO_COLOR:-}" ] && [ -t 1 ]; then BOLD=$'\033[1;36m' RESET=$'\033[0m'; else BOLD='' RESET=''; fi
+step() {
+  local shown
+  printf -v shown '%q ' "$@"
+  printf '\n%s$ %s%s\n' "$BOLD" "${shown% }" "$RESET"
+  "$@"
+}
 
 # 1. The harness as code: validate, history, what changed between versions.
 step harnessctl validate harnesses/livecommerce

@@ -434,7 +434,7 @@ def build_trajectories(
     usable CPUs); a teacher runs in this process, one episode at a time.
     """
     global _RUNNER
-    from .writer import default_jobs
+    from .writer import default_jobs, ignore_interrupts
 
     out = Path(out)
     doc = _spec_doc(spec, source)
@@ -523,7 +523,7 @@ def build_trajectories(
             results: Iterable[list[dict[str, Any]]] = map(_run_chunk, _chunks(todo, chunk))
             pool = None
         else:
-            pool = mp.get_context("fork").Pool(jobs)
+            pool = mp.get_context("fork").Pool(jobs, initializer=ignore_interrupts)
             results = pool.imap(_run_chunk, _chunks(todo, chunk))
         try:
             for batch in results:

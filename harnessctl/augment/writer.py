@@ -131,6 +131,15 @@ def _finished(folder: Path, variant_id: str) -> bool:
         return False
 
 
+def ignore_interrupts() -> None:
+    """Pool worker initializer: Ctrl-C reaches the whole process group, but only the parent
+    should answer it (it stops the pool and reports once); a worker would print its own
+    KeyboardInterrupt traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def default_jobs() -> int:
     """Worker processes for writing variants: the CPUs this process may use, at most 8."""
     try:
@@ -225,7 +234,7 @@ def write_variants(
                 if on_progress:
                     on_progress(done, n, vid)
         else:
-            with mp.get_context("fork").Pool(min(jobs, len(todo))) as pool:
+            with mp.get_context("fork").Pool(min(jobs, len(todo)), initializer=ignore_interrupts) as pool:
                 for vid in pool.imap_unordered(_write_one, todo):
                     result.written.append(vid)
                     done += 1

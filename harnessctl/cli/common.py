@@ -1,4 +1,6 @@
-"""Options and helpers shared by several commands (Annotated aliases, harness discovery)."""
+"""Options and helpers shared by several commands (Annotated aliases, harness discovery, the
+model a command uses). ``run`` and ``eval`` take their model options from here, so ranges,
+``--api-key-env`` and timeouts mean the same in both."""
 
 from __future__ import annotations
 
@@ -20,6 +22,62 @@ HarnessOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of the human view.")]
+
+# -- the model options of `run` and `eval` ------------------------------------------------------
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model", "-m",
+        help="oracle, local:<path> or a litellm string such as openai/<name> or anthropic/<model>. "
+        "Default: $HARNESSCTL_MODEL, else the trained default, else the oracle (the reference policy, which reads the answer key).",
+    ),
+]
+ApiBaseOpt = Annotated[
+    str | None,
+    typer.Option("--api-base", help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (with --model openai/<name>)."),
+]
+ApiKeyEnvOpt = Annotated[
+    str | None,
+    typer.Option("--api-key-env", help="Name of the environment variable that holds the API key (the key itself is never passed on the command line or recorded)."),
+]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature, 0 to 2 (0: greedy; use > 0 with --repeat).")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per model turn.")]
+CaseTimeoutOpt = Annotated[str, typer.Option("--case-timeout", help="Give up on one case (every model turn and tool call of it) after this long, e.g. 120s or 2m.")]
+RetriesOpt = Annotated[int, typer.Option("--retries", min=0, help="Retries of a model call that failed in transport (connection, timeout, 429, 5xx).")]
+
+
+def choose_model(model: str | None, *, quiet: bool = False) -> str:
+    """The model string a command uses: ``--model``, else the default (see
+    :func:`harnessctl.models.registry.default_model_spec`). When the default is used, one line on
+    stderr says which model it is and where it came from, so that no run silently uses the oracle.
+
+    >>> choose_model("openai/tiny")
+    'openai/tiny'
+    """
+    if model:
+        return model
+    from harnessctl.models.registry import MODEL_ENV, ORACLE, default_model_spec
+
+    from .output import err
+
+    spec = default_model_spec()
+    if not quiet:
+        import os
+
+        if os.environ.get(MODEL_ENV, "").strip():
+            source = f"from ${MODEL_ENV}"
+        elif spec == ORACLE:
+            source = f"no --model, no ${MODEL_ENV} and no trained default"
+        else:
+            source = "the trained default"
+        if spec == ORACLE:
+            err.print(
+                f"[yellow]model: oracle[/] ({source}) — the reference policy, which reads the answer key; "
+                "not a model. Pass --model to evaluate a model."
+            )
+        else:
+            err.print(f"[dim]model: {spec} ({source}; pass --model to choose another)[/]")
+    return spec
 
 
 def resolve_harness_path(path: Path | None) -> Path:

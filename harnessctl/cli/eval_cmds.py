@@ -2,13 +2,16 @@
 
 Each command parses its options, calls one library function of :mod:`harnessctl.eval` and
 prints a rich view or ``--json`` (one JSON object on stdout; progress and messages on stderr).
-``compare`` exits 1 when run B regresses beyond the threshold, for CI gates.
+``compare`` exits 1 when run B regresses beyond the threshold, for CI gates; ``eval`` exits 3
+when more cases ended in an error than ``--max-error-share`` allows (the results are kept, and
+``--resume`` runs the errored cases again).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
 
@@ -18,23 +21,27 @@ from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .common import HarnessOpt, JsonOpt, resolve_harness_path
-from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, out, print_json
+from .common import (
+    ApiBaseOpt, ApiKeyEnvOpt, CaseTimeoutOpt, HarnessOpt, JsonOpt, MaxTokensOpt, ModelOpt, RetriesOpt, TemperatureOpt,
+    choose_model, resolve_harness_path,
+)
+from .output import EXIT_DIFFERENT, EXIT_ERRORS, CLIError, cli_errors, err, out, print_json
 
 RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds run folders.")]
 EvalsDirOpt = Annotated[Path, typer.Option("--evals-dir", help="Folder that holds the suite files.")]
-ApiBaseOpt = Annotated[Optional[str], typer.Option("--api-base", help="Endpoint of a served model, e.g. http://127.0.0.1:8000/v1.")]
+DEFAULT_RUNS_DIR = Path("runs")
 
 eval_app = typer.Typer(
     help="Run evaluation suites against a model (see also: eval build-suites).",
     invoke_without_command=True,
     no_args_is_help=False,
 )
-judge_app = typer.Typer(help="The agent-as-judge: calibrate it against human labels, label episodes.", no_args_is_help=True)
+judge_app = typer.Typer(help="The agent-as-judge: calibrate it against labelled episodes, label episodes.", no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(eval_app, name="eval")
+    app.command("runs")(runs)
     app.command("compare")(compare)
     app.command("report")(report)
     app.add_typer(judge_app, name="judge")
@@ -87,18 +94,21 @@ def _progress(label: str, enabled: bool = True) -> Iterator[Any]:
 def eval_cmd(
     ctx: typer.Context,
     suite: Annotated[str, typer.Option("--suite", "-s", help="livestream, variant, robustness, ifeval, all, or a comma list.")] = "livestream",
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="oracle, local:<path> or a litellm model string. Default: $HARNESSCTL_MODEL, the trained default, else oracle.")] = None,
+    model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Cases in flight at once (default 8; on --resume, the run's own).")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Run an evenly spread sample of N cases per suite.")] = None,
     repeat: Annotated[int, typer.Option("--repeat", help="Run each case K times (reports pass^k).")] = 1,
     resume: Annotated[Optional[str], typer.Option("--resume", help="Finish the run with this id (or folder): only missing cases run.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model-call cache.")] = False,
     latency_budget: Annotated[str, typer.Option("--latency-budget", help="Reply latency budget, e.g. 15s or 800ms.")] = "15s",
-    case_timeout: Annotated[str, typer.Option("--case-timeout", help="Give up on one case after this long.")] = "120s",
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature (use > 0 with --repeat).")] = 0.0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most tokens per model turn.")] = 256,
-    run_id: Annotated[Optional[str], typer.Option("--run-id", help="Name the run folder (default: time-suite-model).")] = None,
+    case_timeout: CaseTimeoutOpt = "120s",
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = 256,
+    retries: RetriesOpt = 2,
+    max_error_share: Annotated[float, typer.Option("--max-error-share", min=0.0, max=1.0, help="Share of cases (0-1) that may end in a model error or timeout; above it the run exits 3. Default 0: any error fails the run.")] = 0.0,
+    run_id: Annotated[Optional[str], typer.Option("--run-id", help="Name the run folder: letters, digits, '.', '_', '-' (default: time-suite-model).")] = None,
     harness: HarnessOpt = None,
     runs_dir: RunsDirOpt = Path("runs"),
     evals_dir: EvalsDirOpt = Path("evals"),
@@ -107,24 +117,31 @@ def eval_cmd(
     """Run suites against a model: scores 0-100 per suite, breakdowns, latency percentiles.
 
     Results are appended to runs/<id>/records.jsonl as each case ends; a run stopped for any
-    reason finishes with --resume <id>.
+    reason finishes with --resume <id>, with the run's own settings. Exit codes: 0 done, 2 bad
+    input or a model that cannot be reached (checked before the first case), 3 more cases ended
+    in an error than --max-error-share allows.
     """
     if ctx.invoked_subcommand is not None:
         return
     from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
     from harnessctl.eval.stats import parse_duration
 
+    where = "" if runs_dir == DEFAULT_RUNS_DIR else f" --runs-dir {shlex.quote(str(runs_dir))}"
     with _library_errors():
         if resume:
+            _refuse_settings_on_resume(ctx)
             with _progress("eval", enabled=not as_json or err.is_terminal) as update:
                 outcome = resume_eval(resume, runs_dir=runs_dir, jobs=jobs, progress=update)
         else:
-            from harnessctl.models.registry import default_model_spec
+            if run_id is not None:
+                from harnessctl.eval.store import check_run_id
 
+                check_run_id(run_id)
             config = EvalConfig(
                 suites=[s.strip() for s in suite.split(",") if s.strip()],
-                model=model or default_model_spec(),
+                model=choose_model(model),
                 api_base=api_base,
+                api_key_env=api_key_env,
                 jobs=8 if jobs is None else jobs,
                 limit=limit,
                 repeat=repeat,
@@ -133,6 +150,8 @@ def eval_cmd(
                 case_timeout_s=parse_duration(case_timeout),
                 temperature=temperature,
                 max_tokens=max_tokens,
+                retries=retries,
+                max_error_share=max_error_share,
                 harness_path=str(resolve_harness_path(harness)),
                 evals_dir=str(evals_dir),
                 runs_dir=str(runs_dir),
@@ -142,13 +161,61 @@ def eval_cmd(
             with _progress("eval", enabled=not as_json or err.is_terminal) as update:
                 outcome = run_eval(
                     config, progress=update, run_id=run_id,
-                    on_start=lambda store: err.print(f"run [bold]{store.run_id}[/] in {store.root} (stopped? finish it with --resume {store.run_id})"),
+                    on_start=lambda store: err.print(
+                        f"run [bold]{store.run_id}[/] in {store.root} "
+                        f"(stopped? finish it with `harnessctl eval --resume {store.run_id}{where}`)"
+                    ),
                 )
     summary = outcome.summary
     if as_json:
         print_json(_json_summary(summary, outcome.store.root))
+    else:
+        _print_summary(summary, outcome.store.root, outcome.skipped, where)
+    _exit_on_errors(summary, outcome.store.manifest, where)
+
+
+#: Options that decide what a run does: a resume takes them from the run's manifest.
+_RUN_SETTINGS = (
+    "suite", "model", "api_base", "api_key_env", "limit", "repeat", "no_cache", "latency_budget", "case_timeout",
+    "temperature", "max_tokens", "retries", "max_error_share", "run_id",
+)
+
+
+def _refuse_settings_on_resume(ctx: typer.Context) -> None:
+    # Typer ships its own copy of click: compare the source by name, not by click's enum.
+    given = [p for p in _RUN_SETTINGS if getattr(ctx.get_parameter_source(p), "name", "") == "COMMANDLINE"]
+    if given:
+        flags = ", ".join("--" + p.replace("_", "-") for p in given)
+        raise CLIError(
+            f"--resume finishes a run with its own settings (from its manifest); drop {flags} "
+            "(-j/--jobs, --runs-dir and --json go with --resume), or start a new run"
+        )
+
+
+def _exit_on_errors(summary: dict[str, Any], manifest: dict[str, Any], where: str) -> None:
+    """Exit 3 when more results ended in an error than the run tolerates; say how many."""
+    errors = int(summary.get("errors") or 0)
+    if not errors:
         return
-    _print_summary(summary, outcome.store.root, outcome.skipped)
+    total = sum(s["n_results"] for s in summary["suites"].values()) or 1
+    share = float((manifest.get("config") or {}).get("max_error_share") or 0.0)
+    run_id = summary.get("run_id")
+    err.print(f"[bold red]{errors} of {total} cases ended in an error[/] (not scored as passes); the first distinct errors:")
+    for e in summary.get("first_errors") or []:
+        err.print(f"  [red]{e['count']} ×[/] {_escape(e['error'])}")
+    if errors / total > share:
+        err.print(
+            f"fix the cause, then run them again with `harnessctl eval --resume {run_id}{where}`"
+            + (f" (allowed: {share:.0%} of cases; see --max-error-share)" if share else " (to tolerate some, pass --max-error-share)")
+        )
+        raise typer.Exit(EXIT_ERRORS)
+    err.print(f"[yellow]within --max-error-share {share:g}[/]: run them again with `harnessctl eval --resume {run_id}{where}`")
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -157,6 +224,7 @@ def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
         lat = s["latency"]
         entry = {
             "score": s["score"], "n": s["n"], "n_results": s["n_results"], "pass_rate": s["pass_rate"], "errors": s["errors"],
+            "cached": s.get("cached", 0), "cache_hits": s.get("cache_hits", 0), "model_calls": s.get("model_calls", 0),
             "latency": {k: lat.get(k) for k in ("p50", "p95", "p99", "mean", "over_budget", "budget_s")},
             "components": s["components"],
         }
@@ -165,8 +233,11 @@ def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
                 entry[extra] = s[extra]
         suites[name] = entry
     return {
-        "run_id": summary.get("run_id"), "run_dir": str(root), "model": summary.get("model"), "complete": summary.get("complete"),
-        "overall": summary.get("overall"), "suites": suites, "skipped": summary.get("skipped", {}),
+        "run_id": summary.get("run_id"), "run_dir": str(root), "model": summary.get("model"),
+        "model_label": summary.get("model_label"), "reference_policy": summary.get("reference_policy", False),
+        "complete": summary.get("complete"), "overall": summary.get("overall"), "errors": summary.get("errors", 0),
+        "first_errors": summary.get("first_errors", []), "cache": summary.get("cache", {}), "suites": suites,
+        "skipped": summary.get("skipped", {}),
     }
 
 
@@ -174,9 +245,12 @@ def _fmt_s(x: Any) -> str:
     return "—" if x is None else f"{x:.2f}s"
 
 
-def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str]) -> None:
-    t = Table(title=f"run {summary.get('run_id')} · {summary.get('model')}", title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("suite", "score", "n", "pass%", "P50", "P95", "P99", ">budget", "errors"):
+def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str], where: str = "") -> None:
+    from harnessctl.eval.summary import model_label
+
+    label = summary.get("model_label") or model_label(summary.get("model"))
+    t = Table(title=f"run {summary.get('run_id')} · {_escape(label)}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+    for col in ("suite", "score", "n", "pass%", "P50", "P95", "P99", ">budget", "errors", "cached"):
         t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
     for name, s in summary["suites"].items():
         lat = s["latency"]
@@ -184,12 +258,14 @@ def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str])
         style = "green" if s["score"] >= 90 else "yellow" if s["score"] >= 50 else "red"
         t.add_row(
             name, f"[{style}]{s['score']:.1f}[/]", str(s["n"]), f"{s['pass_rate']:.1f}", _fmt_s(lat.get("p50")),
-            _fmt_s(lat.get("p95")), _fmt_s(lat.get("p99")), "—" if over is None else f"{100 * over:.1f}%", str(s["errors"]),
+            _fmt_s(lat.get("p95")), _fmt_s(lat.get("p99")), "—" if over is None else f"{100 * over:.1f}%",
+            f"[red]{s['errors']}[/]" if s["errors"] else "0", str(s.get("cached", 0)),
         )
     out.print(t)
     for name, s in summary["suites"].items():
         parts = ", ".join(f"{k} {v:.1f}" for k, v in s["components"].items())
-        out.print(f"[bold]{name}[/] components: {parts}")
+        if parts:
+            out.print(f"[bold]{name}[/] components: {parts}")
         if "ifeval" in s:
             i = s["ifeval"]
             out.print(
@@ -198,11 +274,17 @@ def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str])
             )
         if "pass_hat_k" in s:
             out.print("  " + ", ".join(f"pass^{k} {v:.1f}" for k, v in s["pass_hat_k"].items()))
+    cache = summary.get("cache") or {}
+    if cache.get("hits"):
+        out.print(f"[dim]cache: {cache['hits']} of {cache['model_calls']} model calls answered from the cache "
+                  "(latency percentiles leave fully cached cases out)[/]")
+    if summary.get("reference_policy"):
+        out.print("[yellow]these are the scores of the oracle, the reference policy that reads each case's answer key — not of a model[/]")
     for name, why in skipped.items():
         err.print(f"[yellow]skipped {name}:[/] {why}")
     if not summary.get("complete"):
-        err.print(f"[yellow]incomplete run:[/] finish it with `harnessctl eval --resume {summary.get('run_id')}`")
-    out.print(f"[dim]records, manifest and summary in {root}; HTML with `harnessctl report {summary.get('run_id')}`[/]")
+        err.print(f"[yellow]incomplete run:[/] finish it with `harnessctl eval --resume {summary.get('run_id')}{where}`")
+    out.print(f"[dim]records, manifest and summary in {root}; HTML with `harnessctl report {summary.get('run_id')}{where}`[/]")
 
 
 @eval_app.command("build-suites")
@@ -233,7 +315,45 @@ def build_suites_cmd(
     out.print(t)
 
 
-# -- compare and report ---------------------------------------------------------------------------
+# -- runs, compare and report ---------------------------------------------------------------------
+
+
+def runs(
+    runs_dir: RunsDirOpt = DEFAULT_RUNS_DIR,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the runs in the runs folder, newest first: id, model, suites, scores, errors, and
+    whether every planned case has a result."""
+    from harnessctl.eval.store import list_runs
+
+    with _library_errors():
+        rows = list_runs(runs_dir)
+    if as_json:
+        print_json({"runs_dir": str(runs_dir), "runs": rows})
+        return
+    if not rows:
+        out.print(f"no runs in {runs_dir} (start one with `harnessctl eval --suite livestream --model ...`)")
+        return
+    t = Table(title=f"runs in {runs_dir}", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("run", "model", "suites", "overall", "errors", "complete"):
+        t.add_column(col, justify="right" if col in ("overall", "errors") else "left")
+    for r in rows:
+        if "problem" in r:
+            t.add_row(r["run_id"], "[red]unreadable (below)[/]", "", "", "", "")
+            continue
+        scores = ", ".join(f"{k} {v:.1f}" for k, v in r["scores"].items())
+        done = "[green]yes[/]" if r["complete"] else f"[yellow]no ({r['results']}/{r['planned']})[/]"
+        model = "oracle*" if r.get("model") == "oracle" else _escape(str(r.get("model")))
+        t.add_row(r["run_id"], model, scores or ", ".join(r["suites"]), f"{r['overall']:.1f}",
+                  f"[red]{r['errors']}[/]" if r["errors"] else "0", done)
+    out.print(t)
+    if any(r.get("model") == "oracle" for r in rows):
+        from harnessctl.eval.summary import ORACLE_LABEL
+
+        out.print(f"[dim]* the oracle: the {ORACLE_LABEL}, not a model[/]")
+    for r in rows:
+        if "problem" in r:
+            err.print(f"[red]{r['run_id']}:[/] {_escape(r['problem'])}")
 
 
 def compare(
@@ -331,6 +451,8 @@ def report(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, encoding="utf-8")
     out.print(f"report written to [bold]{target}[/] ({len(html) // 1024} KiB, {len(results)} cases)")
+    if summary.get("reference_policy"):
+        err.print("[yellow]this run is of the oracle: the reference policy that reads the answer key, not a model[/]")
 
 
 # -- judge ----------------------------------------------------------------------------------------
@@ -346,7 +468,7 @@ def judge_calibrate(
     limit: Annotated[Optional[int], typer.Option("--limit", help="Use the first N labels only.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Measure the judge against human labels: agreement, Cohen's kappa, TPR/TNR and
+    """Measure the judge against labelled episodes: agreement, Cohen's kappa, TPR/TNR and
     position-swap consistency, each with a 95% bootstrap interval."""
     from harnessctl.eval.calibrate import calibrate
     from harnessctl.eval.judge import Judge
@@ -366,6 +488,13 @@ def judge_calibrate(
         rows = read_labels(labels)
         if not rows:
             raise CLIError(f"{labels}: no labels in the file; label episodes with `harnessctl judge label RUN --out {labels}`")
+        programmatic = sum("programmatic" in (getattr(r, "labeler", "") or "").lower() for r in rows)
+        if programmatic:
+            err.print(
+                f"[yellow]warning:[/] {programmatic} of {len(rows)} labels in {labels} were made by a program, not a person "
+                "(their labeler field says so): this measures agreement with that program, not with human judgement. "
+                "Label episodes with `harnessctl judge label RUN` for a human calibration."
+            )
         if limit is not None:
             rows = rows[:limit]
         j = Judge(resolve_model(spec, api_base=api_base))

@@ -7,6 +7,7 @@ composes them. Heavy libraries (litellm, torch, transformers) are imported insid
 from __future__ import annotations
 
 import importlib
+from typing import Annotated
 
 import typer
 
@@ -14,9 +15,26 @@ app = typer.Typer(
     name="harnessctl",
     help="Manage, evaluate and train LLM agents whose harness evolves every week.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from harnessctl import __version__
+
+        typer.echo(f"harnessctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Manage, evaluate and train LLM agents whose harness evolves every week."""
 
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = (

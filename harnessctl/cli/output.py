@@ -1,7 +1,8 @@
 """One output sink for every command: data to stdout (rich or JSON), diagnostics to stderr.
 
 Exit codes on purpose: 0 ok, 1 a difference / regression / threshold missed, 2 bad usage or
-bad input. Known library errors become a clear message and exit code 2, never a traceback.
+bad input, 3 an evaluation whose cases ended in errors (more than it tolerates), 130 interrupted.
+Known library errors become a clear message and exit code 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 EXIT_OK = 0
 EXIT_DIFFERENT = 1
 EXIT_BAD_INPUT = 2
+EXIT_ERRORS = 3
+EXIT_INTERRUPTED = 130
 
 
 class CLIError(Exception):
@@ -55,7 +58,13 @@ def cli_errors() -> Iterator[None]:
         fail(_escape(str(e)), e.code)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
-        raise typer.Exit(130)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    except OSError as e:
+        if e.filename is None:
+            raise
+        # A folder that cannot be written, a path that is a file, a full disk: name the path.
+        what = "permission denied: choose a folder you can write to" if isinstance(e, PermissionError) else (e.strerror or str(e))
+        fail(_escape(f"{e.filename}: {what}"))
 
 
 def _escape(text: str) -> str:

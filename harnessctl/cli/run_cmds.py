@@ -20,19 +20,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .common import HarnessOpt, JsonOpt, resolve_harness_path
+from .common import (
+    ApiBaseOpt, ApiKeyEnvOpt, CaseTimeoutOpt, HarnessOpt, JsonOpt, MaxTokensOpt, ModelOpt, RetriesOpt, TemperatureOpt,
+    choose_model, resolve_harness_path,
+)
 from .output import CLIError, cli_errors, err, out, print_json
 
 model_app = typer.Typer(help="Build and inspect models.", no_args_is_help=True)
-
-ApiBaseOpt = Annotated[
-    Optional[str],
-    typer.Option("--api-base", help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (with --model openai/<name>)."),
-]
-ApiKeyEnvOpt = Annotated[
-    Optional[str],
-    typer.Option("--api-key-env", help="Name of the environment variable that holds the API key (the key itself is never passed on the command line)."),
-]
 
 
 def register(app: typer.Typer) -> None:
@@ -48,26 +42,33 @@ def register(app: typer.Typer) -> None:
 def run(
     query: Annotated[str, typer.Option("--query", "-q", help="The viewer's message.")],
     product: Annotated[Optional[str], typer.Option("--product", "-p", help="Catalog id of the product on screen, e.g. P001.")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="oracle, local:<path>, or a litellm string such as openai/<name>. Default: $HARNESSCTL_MODEL, else the trained default, else oracle.")] = None,
+    model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     api_key_env: ApiKeyEnvOpt = None,
     harness: HarnessOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the simulated world and for sampling.")] = 0,
-    temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature (0: greedy).")] = 0.0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per model turn.")] = 256,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = 256,
+    case_timeout: CaseTimeoutOpt = "120s",
+    retries: RetriesOpt = 2,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer one viewer message live and show every step, the score and the latency."""
+    from harnessctl.eval.stats import parse_duration
     from harnessctl.models.base import GenerationSettings
     from harnessctl.models.live import live_turn
-    from harnessctl.models.registry import default_model_spec
+    from harnessctl.models.registry import resolve_model
 
     with cli_errors():
         path = resolve_harness_path(harness)
-        spec = model or default_model_spec()
-        settings = GenerationSettings(temperature=temperature, max_tokens=max_tokens, seed=seed)
-        turn = _call(live_turn, query=query, product_id=product, harness_path=path, model=spec,
-                     api_base=api_base, api_key_env=api_key_env, seed=seed, settings=settings)
+        spec = choose_model(model)
+        try:
+            timeout_s = parse_duration(case_timeout)
+        except ValueError as e:
+            raise CLIError(f"--case-timeout: {e}") from None
+        settings = GenerationSettings(temperature=temperature, max_tokens=max_tokens, seed=seed, timeout_s=timeout_s)
+        backend = _call(resolve_model, spec=spec, api_base=api_base, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=retries)
+        turn = _call(live_turn, query=query, product_id=product, harness_path=path, model=backend, seed=seed, settings=settings)
     if as_json:
         print_json(turn.to_dict())
     else:
@@ -186,6 +187,19 @@ def _short(value: Any, width: int = 70) -> str:
 # -- serve ---------------------------------------------------------------------------------
 
 
+def _log_to_stderr() -> None:
+    """The server's log lines (a client that disconnected, a failing backend) as one line each."""
+    import logging
+
+    logger = logging.getLogger("harnessctl.models.server")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def serve(
     model: Annotated[str, typer.Argument(help="local:<path>, a model folder, or (with vLLM) a model id.")],
     host: Annotated[str, typer.Option("--host", help="Address to listen on. Loopback by default; anything else exposes the model to the network.")] = "127.0.0.1",
@@ -209,6 +223,7 @@ def serve(
             srv.exec_vllm(spec, host=host, port=port, served_name=name, api_key=api_key)
             return
         backend = _call(_resolve, spec=spec)
+        _log_to_stderr()
         try:
             server = srv.EmbeddedServer(backend, host=host, port=port, model_name=name, api_key=api_key)
         except OSError as e:

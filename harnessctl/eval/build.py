@@ -21,6 +21,7 @@ from harnessctl.sim.case import Case
 from . import ifeval as ifeval_mod
 from .perturb import KINDS as PERTURBATIONS
 from .perturb import perturb
+from .store import atomic_write
 from .suites import INDEX, SEEDS, SIZES, SUITE_FORMAT_VERSION, SUITES, SuiteItem, file_sha256, suite_path, write_suite
 
 FAULT_KINDS = ("error", "timeout", "malformed", "partial", "empty")
@@ -163,17 +164,21 @@ def build_all(
     index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
     index.setdefault("format_version", SUITE_FORMAT_VERSION)
     index.setdefault("suites", {})
+    # Every suite is built before the first file is written: a suite that cannot be built (the
+    # variant suite outside git, say) leaves the folder as it was, not half rewritten.
+    built: dict[str, list[SuiteItem]] = {}
     for k, s in enumerate(names):
         if progress:
             progress("build", k, len(names))
         if s == "livestream":
-            items = build_livestream(harness)
+            built[s] = build_livestream(harness)
         elif s == "variant":
-            items = build_variant(harness, harness_path)
+            built[s] = build_variant(harness, harness_path)
         elif s == "robustness":
-            items = build_robustness(harness)
+            built[s] = build_robustness(harness)
         else:
-            items = build_ifeval(prompts_file=ifeval_prompts)
+            built[s] = build_ifeval(prompts_file=ifeval_prompts)
+    for s, items in built.items():
         path = write_suite(s, items, evals_dir)
         index["suites"][s] = {
             "version": f"{SUITE_FORMAT_VERSION}.{SEEDS[s]}",
@@ -185,7 +190,7 @@ def build_all(
     index["format_version"] = SUITE_FORMAT_VERSION
     index["suites"] = {k: index["suites"][k] for k in SUITES if k in index["suites"]}
     index_path.parent.mkdir(parents=True, exist_ok=True)
-    index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    atomic_write(index_path, json.dumps(index, indent=2) + "\n")
     if progress:
         progress("build", len(names), len(names))
     return index

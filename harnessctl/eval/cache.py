@@ -42,6 +42,56 @@ def call_key(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+#: Files of a model folder that decide its answers (weights, config, tokenizer, chat template).
+_MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".json", ".jinja", ".model", ".txt", ".tiktoken", ".pt")
+#: Files larger than this are fingerprinted by size, time and their first and last MiB.
+_FULL_HASH_BYTES = 256 * 1024 * 1024
+_fingerprints: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+def folder_fingerprint(folder: str | Path) -> str:
+    """A SHA-256 (16 hex digits) over the names and contents of the files of a model folder that
+    decide its answers: a checkpoint retrained into the same folder gets a new fingerprint.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "config.json").write_text("{}")
+    >>> len(folder_fingerprint(d))
+    16
+    """
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _MODEL_FILE_SUFFIXES and p.name != "train.json")
+    stats = tuple((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    memo = (str(folder.resolve()), stats)
+    if memo in _fingerprints:
+        return _fingerprints[memo]
+    digest = hashlib.sha256()
+    for path, (rel, size, mtime) in zip(files, stats):
+        digest.update(f"{rel}\0{size}\0".encode())
+        with open(path, "rb") as f:
+            if size <= _FULL_HASH_BYTES:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            else:  # a multi-GB shard: its size, time and ends stand for it
+                digest.update(f"{mtime}".encode() + f.read(1 << 20))
+                f.seek(-(1 << 20), 2)
+                digest.update(f.read())
+    _fingerprints[memo] = digest.hexdigest()[:16]
+    return _fingerprints[memo]
+
+
+def model_identity(backend: Any) -> str:
+    """What the cache key calls a model: its name, plus the fingerprint of its files for an
+    in-process ``local:`` checkpoint (whose name is only a path).
+
+    >>> model_identity(type("M", (), {"name": "openai/tiny"})())
+    'openai/tiny'
+    """
+    name = getattr(backend, "name", type(backend).__name__)
+    path = getattr(backend, "path", None)
+    if isinstance(name, str) and name.startswith("local:") and path is not None and Path(path).is_dir():
+        return f"{name}#{folder_fingerprint(path)}"
+    return name
+
+
 def response_to_json(r: ModelResponse) -> str:
     return json.dumps(asdict(r), ensure_ascii=False, separators=(",", ":"))
 
@@ -149,10 +199,13 @@ class EvalBackend:
         api_base: str | None = None,
         retries: int = 2,
         backoff_s: float = 0.5,
+        identity: str | None = None,
     ):
         self.inner = inner
         self.name = getattr(inner, "name", type(inner).__name__)
         self.cache = cache if getattr(inner, "cacheable", self.name != "oracle") else None
+        self.identity = identity or (model_identity(inner) if self.cache is not None else self.name)
+        self._bound = False
         self.api_base = api_base
         self.retries = retries
         self.backoff_s = backoff_s
@@ -160,8 +213,16 @@ class EvalBackend:
         self.cache_hits = 0
 
     def for_episode(self, case: Any, harness: Any) -> "EvalBackend":
+        """A wrapper bound to one episode, with its own call and hit counts. Binding a bound
+        wrapper again (the runtime does) returns it, so its counts are the episode's."""
+        if self._bound:
+            return self
         bound = self.inner.for_episode(case, harness) if hasattr(self.inner, "for_episode") else self.inner
-        return EvalBackend(bound, cache=self.cache, api_base=self.api_base, retries=self.retries, backoff_s=self.backoff_s)
+        wrapped = EvalBackend(
+            bound, cache=self.cache, api_base=self.api_base, retries=self.retries, backoff_s=self.backoff_s, identity=self.identity
+        )
+        wrapped._bound = True
+        return wrapped
 
     def __getattr__(self, item: str) -> Any:
         # Anything else the runtime asks of a backend (e.g. a tokenizer) comes from the inner one.
@@ -170,7 +231,7 @@ class EvalBackend:
         return getattr(self.inner, item)
 
     def _key(self, messages, tools, settings) -> str | None:
-        return call_key(self.name, self.api_base, messages, tools, settings) if self.cache is not None else None
+        return call_key(self.identity, self.api_base, messages, tools, settings) if self.cache is not None else None
 
     def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
         self.calls += 1

@@ -18,12 +18,12 @@ from html import escape
 from typing import Any, Sequence
 
 from .results import CaseResult
-from .summary import summarize
+from .summary import model_label, summarize
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328;padding:0 16px}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-h3{font-size:15px;margin-top:20px}.meta{color:#57606a}.grid{display:grid;grid-template-columns:1fr 1fr;gap:16px}
+h3{font-size:15px;margin-top:20px}.meta{color:#57606a}.warn{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:16px}
 table{border-collapse:collapse;width:100%;margin:8px 0}th,td{border-bottom:1px solid #eaeef2;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}.pass{color:#1a7f37}.fail{color:#cf222e}
 details{margin:4px 0;border:1px solid #d0d7de;border-radius:6px;padding:4px 8px}summary{cursor:pointer}
@@ -165,9 +165,18 @@ def render_report(
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         f"<title>{escape(title)}</title><style>{_CSS}</style><script>{_JS}</script></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f"<p class=meta>model <b>{escape(str(manifest.get('model')))}</b> · harness {escape(str(h.get('name')))} "
+        f"<p class=meta>model <b>{escape(model_label(manifest.get('model')))}</b> · harness {escape(str(h.get('name')))} "
         f"{escape(str(h.get('version')))} @ {escape(str(h.get('commit') or '')[:10])} · created {escape(str(manifest.get('created', '')))}"
         f" · {'complete' if summary.get('complete') else 'incomplete (resume with --resume)'}</p>",
+        (
+            "<p class=warn><b>Reference policy:</b> these scores are the oracle's, which reads each case's answer key; "
+            "they bound what the instrument can measure, not what a model does.</p>" if manifest.get("model") == "oracle" else ""
+        ),
+        (
+            f"<p class=meta>{summary['errors']} cases ended in an error (scored 0, not passes): "
+            + "; ".join(f"{e['count']} × {escape(e['error'][:200])}" for e in summary.get("first_errors") or []) + "</p>"
+            if summary.get("errors") else ""
+        ),
         "<div>" + "".join(
             f"<span class=card>{escape(s)}<b>{v['score']:.1f}</b>n={v['n']} · P95 {_fmt(v['latency'].get('p95'))}s</span>" for s, v in suites.items()
         ) + "</div>",
@@ -182,7 +191,7 @@ def render_report(
         out.append(f"<h2>{escape(s)} — {v['score']:.1f} / 100</h2>")
         out.append(
             f"<p class=meta>{v['n']} cases, {v['n_results']} results, pass rate {v['pass_rate']:.1f}%, "
-            f"{v['errors']} errors, {v['cached']} cached</p>"
+            f"{v['errors']} errors, {v['cached']} cases fully cached, {v.get('cache_hits', 0)} of {v.get('model_calls', 0)} model calls from the cache</p>"
         )
         if v.get("pass_hat_k"):
             out.append("<p>pass^k: " + ", ".join(f"pass^{k} = {x:.1f}" for k, x in v["pass_hat_k"].items()) + "</p>")

@@ -38,6 +38,9 @@ class CaseResult:
     latency_s: float = 0.0
     #: Every model call of the episode was answered from the cache (latency not representative).
     cached: bool = False
+    #: Model calls the case made, and how many of them the cache answered.
+    model_calls: int = 0
+    cache_hits: int = 0
     termination: str = ""
     error: str | None = None  # the case could not run (timeout, model error after retries...)
     record: dict[str, Any] | None = None  # EpisodeRecord.to_dict()

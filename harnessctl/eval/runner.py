@@ -27,6 +27,8 @@ import json
 import platform
 import subprocess
 import time
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
@@ -50,11 +52,14 @@ Progress = Callable[[str, int, int], None]  # (suite, done, total)
 
 @dataclass
 class EvalConfig:
-    """Everything that decides what a run does (recorded in its manifest, minus secrets)."""
+    """Everything that decides what a run does, recorded typed in its manifest (a resume reads
+    it back with :meth:`from_dict`). Secrets are never part of it: ``api_key_env`` names the
+    environment variable that holds the key."""
 
     suites: list[str] = field(default_factory=lambda: ["livestream"])
     model: str = "oracle"
     api_base: str | None = None
+    api_key_env: str | None = None
     jobs: int = 8
     limit: int | None = None  # per suite, an evenly spread deterministic sample
     repeat: int = 1
@@ -69,6 +74,8 @@ class EvalConfig:
     temperature: float = 0.0
     max_tokens: int = 256
     seed: int = 0  # generation seed; repeat r uses seed + r
+    #: Share of results (0-1) that may end in an error before the run counts as failed.
+    max_error_share: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.suites, str):
@@ -86,6 +93,16 @@ class EvalConfig:
             raise ValueError(f"--limit must be at least 1, got {self.limit}")
         if self.case_timeout_s <= 0:
             raise ValueError("the per-case timeout must be positive")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(f"--temperature must be in [0, 2], got {self.temperature:g}")
+        if self.max_tokens < 1:
+            raise ValueError(f"--max-tokens must be at least 1, got {self.max_tokens}")
+        if self.retries < 0:
+            raise ValueError(f"--retries must be at least 0, got {self.retries}")
+        if self.latency_budget_s <= 0:
+            raise ValueError("the latency budget must be positive")
+        if not 0.0 <= self.max_error_share <= 1.0:
+            raise ValueError(f"--max-error-share must be in [0, 1], got {self.max_error_share:g}")
 
     def settings(self, repeat: int) -> GenerationSettings:
         return GenerationSettings(
@@ -94,7 +111,47 @@ class EvalConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EvalConfig":
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        """A config from its manifest form, every field checked against its type (a damaged or
+        redacted value is a ``ValueError`` naming the field, never a failure in every case).
+
+        >>> EvalConfig.from_dict({"model": "oracle", "max_tokens": 48}).max_tokens
+        48
+        """
+        hints = typing.get_type_hints(cls)
+        values = {}
+        for k, v in d.items():
+            if k not in cls.__dataclass_fields__:
+                continue
+            if not _has_type(v, hints[k]):
+                raise ValueError(f"setting {k!r} is {v!r}, not {_type_name(hints[k])}")
+            values[k] = float(v) if hints[k] is float else v
+        return cls(**values)
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_has_type(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if typing.get_origin(hint) is list:
+        (inner,) = typing.get_args(hint)
+        return isinstance(value, list) and all(_has_type(v, inner) for v in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
+
+
+def _type_name(hint: Any) -> str:
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return " or ".join(_type_name(h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is list:
+        return f"a list of {_type_name(typing.get_args(hint)[0]).split(' ', 1)[-1]}s"
+    return _TYPE_NAMES.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 @dataclass
@@ -254,6 +311,19 @@ class CaseRunner:
             deadline_s=self.config.case_timeout_s,
         )
         record.variant_id = record.variant_id or _variant_id(item)
+        counts = _call_counts(backend)
+        if record.termination in (Termination.MODEL_ERROR, Termination.TIMEOUT):
+            # The model never finished the episode: an error, not a (partly) scored answer.
+            errors = [s.error for s in record.model_steps if s.error]
+            if record.termination == Termination.TIMEOUT:
+                why = f"timeout after {self.config.case_timeout_s:g}s"
+            else:
+                why = errors[-1] if errors else "the model failed"
+            return CaseResult(
+                suite=item.suite, case_id=item.id, repeat=repeat, intent=item.intent, families=item.families,
+                variant=_variant_id(item), score=0.0, passed=False, failures=["error"], latency_s=record.latency_s,
+                termination=record.termination.value, error=str(why)[:500], record=_stored(record), **counts,
+            )
         breakdown = score_episode(record, item.case)
         total = float(breakdown.total)
         passed = bool(getattr(breakdown, "passed", total >= PASS_THRESHOLD))
@@ -264,7 +334,7 @@ class CaseRunner:
             components={k: float(v) for k, v in dict(breakdown.components).items()},
             failures=[str(f) for f in breakdown.failures], latency_s=record.latency_s, cached=cached,
             termination=record.termination.value if isinstance(record.termination, Termination) else str(record.termination),
-            error=None, record=_stored(record),
+            error=None, record=_stored(record), **counts,
         )
 
     async def _ifeval(self, item: SuiteItem, repeat: int) -> CaseResult:
@@ -298,7 +368,7 @@ class CaseRunner:
             },
             failures=[f"ifeval:{v.instruction_id}" for v in inst if not v.strict],
             latency_s=latency, cached=cached, termination=Termination.REPLY.value, record=record.to_dict(),
-            details={"ifeval": score.to_dict()},
+            details={"ifeval": score.to_dict()}, **_call_counts(backend),
         )
 
 
@@ -320,6 +390,12 @@ def _stored(record: EpisodeRecord) -> dict[str, Any]:
     return d
 
 
+def _call_counts(backend: Any) -> dict[str, int]:
+    if isinstance(backend, EvalBackend):
+        return {"model_calls": backend.calls, "cache_hits": backend.cache_hits}
+    return {}
+
+
 def _variant_id(item: SuiteItem) -> str | None:
     if isinstance(item.case, IFEvalCase):
         return None
@@ -334,13 +410,33 @@ def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
     if backend is None:
         from harnessctl.models.registry import resolve_model
 
-        backend = resolve_model(config.model, api_base=config.api_base, timeout_s=config.case_timeout_s, max_retries=config.retries)
+        backend = resolve_model(
+            config.model, api_base=config.api_base, api_key_env=config.api_key_env, timeout_s=config.case_timeout_s,
+            max_retries=config.retries,
+        )
         retries = 0  # the served backend retries transport errors itself
     else:
         retries = config.retries
     cacheable = getattr(backend, "cacheable", getattr(backend, "name", "") != "oracle")
     cache = CallCache(config.cache_path) if config.cache and cacheable else None
     return EvalBackend(backend, cache=cache, api_base=config.api_base, retries=retries)
+
+
+def preflight(config: EvalConfig, backend: EvalBackend) -> None:
+    """Check, before the first case, that the model can answer at all: the endpoint answers and
+    serves this model name (served backends: their own ``preflight``), and ``max_tokens`` fits
+    the model's context (in-process checkpoints). Raises :class:`ModelError` saying what to fix.
+    The cache is not consulted: a cached run still needs a model for the cases not cached."""
+    inner = backend.inner
+    positions = getattr(inner, "max_positions", 0) or 0
+    if positions and config.max_tokens >= positions:
+        raise ModelError(
+            f"{config.model}: --max-tokens {config.max_tokens} leaves no room for a prompt in the model's "
+            f"{positions} positions; pass a smaller --max-tokens"
+        )
+    check = getattr(inner, "preflight", None)
+    if check is not None:
+        check(config.settings(0))
 
 
 async def _run_pending(
@@ -400,6 +496,8 @@ async def arun_eval(
             if item.harness is not None:
                 resolver.get(item.harness)
     wrapped = make_backend(config, backend)
+    if backend is None:  # a backend handed in is the caller's to vouch for
+        preflight(config, wrapped)
     store = RunStore.create(config.runs_dir, build_manifest(config, items, harness), run_id=run_id)
     if on_start:
         on_start(store)
@@ -411,10 +509,11 @@ async def _execute(
     store: RunStore, progress: Progress | None,
 ) -> EvalOutcome:
     existing = store.results()
-    done_keys = {r.key for r in existing}
+    # A case that ended in an error runs again: its new line supersedes the old one.
+    done_keys = {r.key for r in existing if r.error is None}
     pending = _pending(items, config.repeat, done_keys)
     totals = {s: len(v) * config.repeat for s, v in items.items()}
-    done = {s: sum(1 for r in existing if r.suite == s) for s in items}
+    done = {s: sum(1 for r in existing if r.suite == s and r.key in done_keys) for s in items}
     if progress:
         for s in items:
             progress(s, done[s], totals[s])
@@ -445,8 +544,11 @@ async def aresume_eval(
     """Finish a run that stopped (killed, interrupted, crashed): same plan, only the missing
     (case, repeat) pairs run. A torn last line is cut off first."""
     store = RunStore.open(run, runs_dir)
-    manifest = store.manifest
-    config = EvalConfig.from_dict(manifest.get("config") or {})
+    manifest = store.checked_manifest()
+    try:
+        config = EvalConfig.from_dict(manifest["config"])
+    except (ValueError, TypeError) as e:
+        raise RunError(f"{store.root / 'manifest.json'}: {e}; this run cannot be resumed with its settings — start a new run") from None
     if jobs is not None:
         if jobs < 1:
             raise ValueError(f"-j/--jobs must be at least 1, got {jobs}")
@@ -468,7 +570,10 @@ async def aresume_eval(
     for v in items.values():
         for item in v:
             resolver.get(item.harness)
-    return await _execute(config, items, make_backend(config, backend), resolver, store, progress)
+    wrapped = make_backend(config, backend)
+    if backend is None:
+        preflight(config, wrapped)
+    return await _execute(config, items, wrapped, resolver, store, progress)
 
 
 def resume_eval(run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | None = None, backend: Any | None = None, progress: Progress | None = None) -> EvalOutcome:
@@ -478,5 +583,5 @@ def resume_eval(run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | N
 
 __all__ = [
     "AGENT_SUITES", "CaseRunner", "EvalConfig", "EvalOutcome", "HarnessResolver", "arun_eval", "aresume_eval",
-    "make_backend", "plan", "resume_eval", "run_eval",
+    "make_backend", "plan", "preflight", "resume_eval", "run_eval",
 ]

@@ -29,12 +29,36 @@ RECORDS = "records.jsonl"
 SUMMARY = "summary.json"
 REPORT = "report.html"
 
-#: Manifest keys whose values must never be written (API keys and the like).
-_SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
+#: Manifest keys whose values are never written, matched on the whole name (lower case, ``-`` as
+#: ``_``): ``max_tokens`` is a setting, ``token`` is a secret.
+SECRET_KEYS = frozenset({
+    "api_key", "apikey", "authorization", "password", "passwd", "secret", "token", "access_token", "auth_token",
+    "refresh_token", "bearer_token", "secret_key", "client_secret", "private_key", "aws_secret_access_key",
+    "openai_api_key", "anthropic_api_key", "hf_token",
+})
+#: Environment variables whose values are secrets (their values are redacted wherever they appear).
+_SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+#: A run id is a name: letters, digits, ``.``, ``_`` and ``-`` (no path separators).
+RUN_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+REDACTED = "<redacted>"
 
 
 class RunError(Exception):
     """A run folder is missing or damaged; the message says which file and what to do."""
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a plain name (``[A-Za-z0-9._-]``, not ``.`` or ``..``), else :class:`RunError`.
+
+    >>> check_run_id("nightly-v3")
+    'nightly-v3'
+    """
+    if not RUN_ID.match(run_id or "") or run_id in (".", ".."):
+        raise RunError(
+            f"--run-id {run_id!r}: a run id is a name made of letters, digits, '.', '_' and '-' "
+            "(no '/' or '..'); choose another, and use --runs-dir to choose the folder"
+        )
+    return run_id
 
 
 def new_run_id(suite: str, model: str, now: float | None = None) -> str:
@@ -44,12 +68,33 @@ def new_run_id(suite: str, model: str, now: float | None = None) -> str:
     return f"{stamp}-{suite}-{slug}"
 
 
-def scrub(obj: Any) -> Any:
-    """A copy of ``obj`` with every secret-looking key's value removed."""
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    """Values of the secret environment variables (``*_API_KEY``, ``*TOKEN*``, ...), longest
+    first; short values (under 8 characters) are not treated as secrets."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if _SECRET_ENV.search(k) and len(v) >= 8}
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(obj: Any, secrets: list[str] | None = None) -> Any:
+    """A copy of ``obj`` without secrets: the value of a key named like a secret (``api_key``,
+    ``token``...: the whole name, never a part of it) and any text holding the value of a secret
+    environment variable become ``<redacted>``. Settings keep their types.
+
+    >>> scrub({"api_key": "sk-1", "max_tokens": 48}, secrets=[])
+    {'api_key': '<redacted>', 'max_tokens': 48}
+    """
+    secrets = secret_values() if secrets is None else secrets
     if isinstance(obj, dict):
-        return {k: ("<redacted>" if _SECRET.search(str(k)) else scrub(v)) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [scrub(v) for v in obj]
+        return {
+            k: (REDACTED if str(k).lower().replace("-", "_") in SECRET_KEYS else scrub(v, secrets)) for k, v in obj.items()
+        }
+    if isinstance(obj, (list, tuple)):
+        return [scrub(v, secrets) for v in obj]
+    if isinstance(obj, str):
+        for value in secrets:
+            if value in obj:
+                obj = obj.replace(value, REDACTED)
     return obj
 
 
@@ -72,6 +117,8 @@ class RunStore:
         runs_dir = Path(runs_dir)
         if runs_dir.exists() and not runs_dir.is_dir():
             raise RunError(f"{runs_dir}: is a file, not a folder for runs; pass --runs-dir with a folder (it is created if missing)")
+        if run_id is not None:
+            check_run_id(run_id)
         base = run_id or new_run_id(str(manifest.get("suite", "run")), str(manifest.get("model", "model")))
         root, i = runs_dir / base, 1
         while root.exists():
@@ -79,7 +126,7 @@ class RunStore:
                 raise RunError(f"{root}: a run with this id exists; resume it with --resume {run_id} or choose another --run-id")
             i += 1
             root = runs_dir / f"{base}-{i}"
-        root.mkdir(parents=True)
+        root.mkdir(parents=True)  # (new_run_id's slug and check_run_id keep it one level under runs_dir)
         store = cls(root)
         store.write_manifest({**manifest, "run_id": root.name})
         (root / RECORDS).touch()
@@ -95,11 +142,27 @@ class RunStore:
             if runs_dir is not None and Path(runs_dir).exists() and not Path(runs_dir).is_dir():
                 raise RunError(f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs")
             where = f" (looked in {runs_dir})" if runs_dir is not None else ""
-            listing = Path(runs_dir) if runs_dir is not None else Path("runs")
-            raise RunError(f"{path}: no such run{where}; list runs with `ls {listing}/`")
+            listing = "" if runs_dir is None or Path(runs_dir) == Path("runs") else f" --runs-dir {runs_dir}"
+            raise RunError(f"{path}: no such run{where}; list runs with `harnessctl runs{listing}`")
         if not (p / MANIFEST).is_file():
             raise RunError(f"{p}: not a run folder (no {MANIFEST})")
         return cls(p)
+
+    def checked_manifest(self) -> dict[str, Any]:
+        """The manifest, refused with what to do when it lacks what a resume needs (a damaged or
+        hand-edited file): the model, the plan and the settings."""
+        m = self.manifest
+        if not isinstance(m, dict):
+            raise RunError(f"{self.root / MANIFEST}: not a run manifest (a JSON object expected); start a new run")
+        missing = [k for k in ("model", "config", "planned", "case_ids") if not m.get(k)]
+        if not missing and not isinstance(m["config"], dict):
+            missing = ["config"]
+        if missing:
+            raise RunError(
+                f"{self.root / MANIFEST}: damaged manifest (missing {', '.join(missing)}); it cannot be resumed — "
+                f"start a new run (the {RECORDS} already there still read with `harnessctl report`)"
+            )
+        return m
 
     # -- manifest and summary ---------------------------------------------------------------
     @property
@@ -110,11 +173,11 @@ class RunStore:
             raise RunError(f"{self.root / MANIFEST}:{e.lineno}: not valid JSON ({e.msg})") from None
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        _atomic_write(self.root / MANIFEST, json.dumps(scrub(manifest), indent=2, ensure_ascii=False, default=str) + "\n")
+        atomic_write(self.root / MANIFEST, json.dumps(scrub(manifest), indent=2, ensure_ascii=False, default=str) + "\n")
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.root / SUMMARY
-        _atomic_write(path, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
+        atomic_write(path, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
         return path
 
     def summary(self) -> dict[str, Any] | None:
@@ -149,9 +212,11 @@ class RunStore:
                 return size - keep
         return 0
 
-    def results(self) -> list[CaseResult]:
-        """Every complete line, in order. A torn last line is skipped; a damaged line elsewhere
-        is an error naming the file and line."""
+    def results(self, *, every_line: bool = False) -> list[CaseResult]:
+        """The result of each (suite, case, repeat), in the order first written. A case that a
+        resume ran again (it had failed) has several lines: the last one counts, unless
+        ``every_line``. A torn last line is skipped; a damaged line elsewhere is an error naming
+        the file and line."""
         path = self.root / RECORDS
         if not path.is_file():
             return []
@@ -169,7 +234,13 @@ class RunStore:
                 if last and torn_tail:
                     break  # a write cut short by a kill: the case runs again on resume
                 raise RunError(f"{path}:{i + 1}: damaged record ({e}); delete that line and resume the run") from None
-        return out
+        if every_line:
+            return out
+        latest: dict[tuple[str, str, int], CaseResult] = {}
+        for r in out:
+            latest.pop(r.key, None)  # re-inserted: the order follows the line that counts
+            latest[r.key] = r
+        return list(latest.values())
 
     def append(self, result: CaseResult) -> None:
         """Write one result line and flush it to the OS before returning."""
@@ -187,7 +258,61 @@ class RunStore:
                 self._fh = None
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def list_runs(runs_dir: str | Path = "runs") -> list[dict[str, Any]]:
+    """One plain row per run folder under ``runs_dir``, newest first: id, model, suites, overall
+    and per-suite scores, errors, whether every planned case has a result, and a ``problem``
+    for a folder whose manifest or records cannot be read.
+
+    >>> list_runs("/nonexistent")
+    []
+    """
+    from .summary import summarize
+
+    runs_dir = Path(runs_dir)
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise RunError(f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs")
+    rows: list[dict[str, Any]] = []
+    if not runs_dir.is_dir():
+        return rows
+    for folder in sorted((p for p in runs_dir.iterdir() if (p / MANIFEST).is_file()), key=lambda p: p.stat().st_mtime, reverse=True):
+        store = RunStore(folder)
+        row: dict[str, Any] = {"run_id": folder.name, "path": str(folder)}
+        try:
+            manifest = store.manifest
+            if not isinstance(manifest, dict):
+                raise RunError(f"{folder / MANIFEST}: not a JSON object")
+            summary = summarize(store.results(), manifest)
+        except RunError as e:
+            rows.append({**row, "problem": str(e)})
+            continue
+        row.update(
+            model=manifest.get("model"), model_label=summary.get("model_label"), created=manifest.get("created"),
+            suites=list((manifest.get("planned") or {}).keys()), complete=summary["complete"],
+            overall=summary["overall"]["score"], scores={k: v["score"] for k, v in summary["suites"].items()},
+            errors=sum(v["errors"] for v in summary["suites"].values()),
+            results=sum(v["n_results"] for v in summary["suites"].values()),
+            planned=sum((manifest.get("planned") or {}).values()),
+        )
+        rows.append(row)
+    return rows
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, flushed, then
+    renamed over it (a kill or a full disk never leaves half a file).
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "x.json"; atomic_write(p, "{}"); p.read_text()
+    '{}'
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+

@@ -19,6 +19,34 @@ from .results import CaseResult
 from .stats import latency_stats, pass_hat_k
 
 SUITE_ORDER = ("livestream", "variant", "robustness", "ifeval")
+#: How a run of the oracle is labelled wherever its scores are shown: it is no model.
+ORACLE_LABEL = "reference policy (reads the answer key)"
+
+
+def model_label(model: str | None) -> str:
+    """The model as a person should read it: the oracle says what it is.
+
+    >>> model_label("oracle")
+    'oracle — reference policy (reads the answer key)'
+    """
+    return f"oracle — {ORACLE_LABEL}" if model == "oracle" else str(model)
+
+
+def distinct_errors(results: Iterable[CaseResult], limit: int = 5) -> list[dict[str, Any]]:
+    """The first ``limit`` distinct errors of a run, in order of first appearance, with counts.
+
+    >>> distinct_errors([CaseResult("s", "a", error="boom"), CaseResult("s", "b", error="boom")])
+    [{'error': 'boom', 'count': 2, 'first_case': 'a'}]
+    """
+    seen: dict[str, dict[str, Any]] = {}
+    for r in results:
+        if r.error is None:
+            continue
+        if r.error in seen:
+            seen[r.error]["count"] += 1
+        elif len(seen) < limit:
+            seen[r.error] = {"error": r.error, "count": 1, "first_case": r.case_id}
+    return list(seen.values())
 
 
 def _pct(x: float) -> float:
@@ -45,9 +73,9 @@ def suite_summary(results: list[CaseResult], latency_budget_s: float | None = No
         for k, v in r.components.items():
             if isinstance(v, (int, float)):
                 comps[k].append(float(v))
-    # Latency of fully cached episodes says nothing about the model: leave them out unless
-    # every episode was cached.
-    live = [r for r in results if not r.cached and r.error is None] or [r for r in results if r.error is None]
+    # Latency of fully cached episodes says nothing about the model: leave them out (a run
+    # answered wholly from the cache has no latency to report, not a latency of zero).
+    live = [r for r in results if not r.cached and r.error is None]
     out: dict[str, Any] = {
         "score": _pct(sum(r.score for r in results) / n_results) if n_results else 0.0,
         "n": len(cases),
@@ -55,6 +83,8 @@ def suite_summary(results: list[CaseResult], latency_budget_s: float | None = No
         "pass_rate": _pct(sum(r.passed for r in results) / n_results) if n_results else 0.0,
         "errors": sum(r.error is not None for r in results),
         "cached": sum(r.cached for r in results),
+        "model_calls": sum(r.model_calls for r in results),
+        "cache_hits": sum(r.cache_hits for r in results),
         "components": {k: _pct(sum(v) / len(v)) for k, v in sorted(comps.items())},
         "by_intent": _group(results, lambda r: [r.intent or "unknown"]),
         "by_family": _group(results, lambda r: r.families or ["none"]),
@@ -90,13 +120,20 @@ def summarize(
     order = [s for s in SUITE_ORDER if s in by_suite] + sorted(s for s in by_suite if s not in SUITE_ORDER)
     budget = latency_budget_s if latency_budget_s is not None else (manifest.get("config") or {}).get("latency_budget_s")
     suites = {s: suite_summary(by_suite[s], budget) for s in order}
+    every = [r for s in order for r in by_suite[s]]
     return {
         "run_id": manifest.get("run_id"),
         "model": manifest.get("model"),
+        "model_label": model_label(manifest.get("model")),
+        "reference_policy": manifest.get("model") == "oracle",
         "harness": manifest.get("harness"),
         "complete": all(
             len({r.key for r in by_suite[s]}) >= (manifest.get("planned") or {}).get(s, 0) for s in order
         ),
         "overall": {"score": round(sum(v["score"] for v in suites.values()) / len(suites), 2) if suites else 0.0},
+        "errors": sum(v["errors"] for v in suites.values()),
+        "first_errors": distinct_errors(every),
+        "cache": {"model_calls": sum(v["model_calls"] for v in suites.values()),
+                  "hits": sum(v["cache_hits"] for v in suites.values())},
         "suites": suites,
     }

@@ -20,6 +20,11 @@ Behaviour the runtime relies on:
   Exhausted retries raise :class:`ModelError` naming the model, the endpoint and the cause.
 - ``tool_calls`` become :class:`ToolCall` (arguments parsed; unparsable ones kept raw), and
   ``<tool_call>`` text in the content is parsed too, for servers without a tool-call parser.
+- Settings a provider does not take (``seed`` for Anthropic, say) are left out of the request,
+  with one logged note per model and setting; the list of what a provider takes is litellm's
+  own (``get_supported_openai_params``), and ``drop_params`` lets litellm drop the rest.
+- :meth:`LiteLLMModel.preflight` checks an endpoint before a long run: it answers, it serves
+  this model name, the key is accepted.
 - ``generate`` and ``agenerate`` share no mutable state: one instance serves many threads or
   tasks at once.
 """
@@ -27,7 +32,9 @@ Behaviour the runtime relies on:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import logging
 import os
 import random
 import threading
@@ -41,6 +48,13 @@ from harnessctl.runtime.toolcall_text import parse_tool_calls
 
 #: The key sent to a local server that needs none (OpenAI clients insist on one).
 DUMMY_API_KEY = "sk-local-no-key"
+#: Providers that speak the OpenAI API, whose endpoint lists the models it serves (``GET /models``).
+_OPENAI_COMPATIBLE = ("openai", "hosted_vllm", "openai_like", "custom_openai")
+#: The settings :meth:`LiteLLMModel._request` sends, checked against what a provider takes.
+_OPTIONAL_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "tools")
+
+log = logging.getLogger(__name__)
+_noted: set[tuple[str, str]] = set()
 
 _litellm_lock = threading.Lock()
 _litellm_module: Any = None
@@ -97,6 +111,7 @@ class LiteLLMModel:
         self.extra = dict(extra or {})
         self.provider = self._check_provider()
         self._api_key = self._find_api_key(api_key, api_key_env)
+        self._unsupported = self._unsupported_params()
 
     def __repr__(self) -> str:
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
@@ -169,7 +184,85 @@ class LiteLLMModel:
             kwargs["api_key"] = self._api_key
         kwargs.update(self.extra)
         kwargs.update(settings.extra)
+        for param in self._unsupported:
+            if param in kwargs:
+                del kwargs[param]
+                if (self.name, param) not in _noted:
+                    _noted.add((self.name, param))
+                    log.warning("note: %s does not take %r; it is not sent", self.name, param)
+        kwargs["drop_params"] = True  # anything else the provider refuses, litellm leaves out
         return kwargs
+
+    def _unsupported_params(self) -> frozenset[str]:
+        """The settings this provider does not take, by litellm's own table (empty when litellm
+        has no table for it: then ``drop_params`` decides)."""
+        litellm = import_litellm()
+        model = self.name.split("/", 1)[1] if "/" in self.name else self.name
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # pydantic, about litellm's own typed dicts
+                supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=self.provider)
+        except Exception:  # noqa: BLE001 - a provider litellm has no table for
+            supported = None
+        if not supported:
+            return frozenset()
+        return frozenset(p for p in _OPTIONAL_PARAMS if p not in supported)
+
+    # -- preflight ----------------------------------------------------------------------------
+
+    def preflight(self, settings: GenerationSettings | None = None) -> None:
+        """Check that this model can be called at all, before a run of many cases: the endpoint
+        answers, serves this model name and takes the key. An OpenAI-compatible endpoint is asked
+        for its model list (cheap; the message names what it serves); any other provider gets
+        one short completion. Raises :class:`ModelError` saying what to fix.
+
+        >>> LiteLLMModel("openai/mia", api_base="http://127.0.0.1:8765/v1").preflight()   # doctest: +SKIP
+        ModelError: openai/mia: the server at http://127.0.0.1:8765/v1 serves 'tiny', not 'mia'; pass --model openai/tiny
+        """
+        settings = settings or GenerationSettings()
+        if self.api_base is not None:
+            if not self.api_base.startswith(("http://", "https://")):
+                raise ModelError(f"--api-base {self.api_base!r} is not a URL; expected e.g. http://127.0.0.1:8000/v1")
+            if self.provider in _OPENAI_COMPATIBLE:
+                served = self._served_models(settings)
+                if served is not None:
+                    wanted = self.name.split("/", 1)[1]
+                    if wanted not in served:
+                        listing = ", ".join(repr(m) for m in served[:10]) or "no model"
+                        hint = f"; pass --model {self.provider}/{served[0]}" if served else ""
+                        raise ModelError(f"{self.name}: the server at {self.api_base} serves {listing}, not {wanted!r}{hint}")
+                    return
+        self.generate([{"role": "user", "content": "Hello"}], [], dataclasses.replace(settings, max_tokens=1))
+
+    def _served_models(self, settings: GenerationSettings) -> list[str] | None:
+        """The model ids an OpenAI-compatible endpoint lists, or None when it lists none. (The
+        standard library's client: one GET, without building an HTTP client and TLS context.)"""
+        import urllib.error
+        import urllib.request
+
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        timeout = min(10.0, self.timeout_s or settings.timeout_s)
+        request = urllib.request.Request(f"{self.api_base}/models", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                body = answer.read()
+        except urllib.error.HTTPError as e:
+            if e.code in (401, 403):
+                raise ModelError(
+                    f"{self.name}: the server at {self.api_base} refused the API key (HTTP {e.code}); "
+                    "put the key in an environment variable and pass --api-key-env NAME"
+                ) from None
+            return None  # no model list here: the short completion decides
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            cause = _first_line(str(getattr(e, "reason", None) or e)) or type(e).__name__
+            raise ModelError(
+                f"{self.name}: cannot reach {self.api_base} ({cause}); is the server running "
+                "(e.g. `harnessctl serve local:PATH --port PORT`) and is --api-base right?"
+            ) from None
+        try:
+            return [str(m["id"]) for m in json.loads(body)["data"]]
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def _delay(self, attempt: int) -> float:
         # Exponential backoff with jitter, so concurrent episodes do not retry in lockstep.

@@ -30,6 +30,10 @@ PREFIX = "local:"
 _KEEP = frozenset({"<tool_call>", "</tool_call>", "<think>", "</think>"})
 
 
+class ContextLengthError(ModelError):
+    """The prompt plus ``max_tokens`` do not fit the model's positions: no retry can help."""
+
+
 def local_path(spec: str) -> Path:
     """The folder named by a ``local:<path>`` spec (or a bare path)."""
     return Path(spec[len(PREFIX) :] if spec.startswith(PREFIX) else spec).expanduser()
@@ -100,7 +104,7 @@ class LocalModel:
         except Exception as e:  # noqa: BLE001 - template errors are the caller's input problem
             raise ModelError(f"{self.name}: the chat template failed on these messages: {_first_line(e)}") from None
         if self.max_positions and len(prompt) + settings.max_tokens > self.max_positions:
-            raise ModelError(
+            raise ContextLengthError(
                 f"{self.name}: prompt of {len(prompt)} tokens + max_tokens {settings.max_tokens} exceeds "
                 f"the model's {self.max_positions} positions"
             )

@@ -13,7 +13,9 @@ The embedded server is stdlib only (``http.server.ThreadingHTTPServer``): ``GET 
 ``POST /v1/chat/completions`` (``messages``, ``tools``, ``temperature``, ``top_p``,
 ``max_tokens``, ``seed``), ``GET /health``. Tool calls come back in OpenAI form (ids,
 ``function.name``, ``function.arguments`` as a JSON string) with ``usage``. Bad requests get a
-4xx JSON error that says what to fix; a backend failure is a 500. Streaming is not offered.
+4xx JSON error that says what to fix — a request the model can never serve (``max_tokens``
+beyond its context) is a 400, which clients do not retry; a backend failure is a 500. A client
+that hangs up before its answer is sent is one log line. Streaming is not offered.
 
 With vLLM installed and a CUDA GPU present, :func:`serve` execs ``vllm serve`` with
 ``--enable-auto-tool-choice --tool-call-parser hermes``: the hermes parser reads exactly the
@@ -72,9 +74,19 @@ def chat_completion(backend: ModelBackend, body: Any, model_name: str) -> dict[s
     >>> chat_completion(ScriptedModel(["hi"]), {"model": "m", "messages": [{"role": "user", "content": "yo"}]}, "m")["choices"][0]["message"]["content"]   # doctest: +SKIP
     'hi'
     """
+    from harnessctl.models.local import ContextLengthError
+
     messages, tools, settings = parse_request(body, model_name)
+    positions = getattr(backend, "max_positions", 0) or 0
+    if positions and settings.max_tokens >= positions:
+        raise RequestError(
+            400, f"'max_tokens' {settings.max_tokens} leaves no room for a prompt: this model has {positions} positions",
+            param="max_tokens", code="context_length_exceeded",
+        )
     try:
         response = backend.generate(messages, tools, settings)
+    except ContextLengthError as e:
+        raise RequestError(400, f"{e}; send a shorter prompt or a smaller max_tokens", param="max_tokens", code="context_length_exceeded") from None
     except ModelError as e:
         raise RequestError(500, f"the model failed: {e}", code="model_error") from None
     return openai_response(response, model_name)
@@ -300,12 +312,20 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 body = self._read_json()
-                self._send(200, chat_completion(server.backend, body, server.model_name))
+                answer = chat_completion(server.backend, body, server.model_name)
             except RequestError as e:
-                self._send(e.status, e.body())
+                answer, status = e.body(), e.status
             except Exception as e:  # noqa: BLE001 - a broken backend must not kill the server
                 log.exception("backend failed")
-                self._send(500, RequestError(500, f"internal error: {type(e).__name__}: {e}", code="internal_error").body())
+                answer, status = RequestError(500, f"internal error: {type(e).__name__}: {e}", code="internal_error").body(), 500
+            else:
+                status = 200
+            try:
+                self._send(status, answer)
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                # A client that gave up (its timeout, a cancelled run) is not the server's error.
+                log.info("client %s disconnected before its answer was sent", self.address_string())
+                self.close_connection = True
 
         def _check_auth(self) -> bool:
             if server.authorized(self.headers.get("Authorization")):

@@ -135,3 +135,98 @@ def test_the_oracle_is_never_cached():
         name = "oracle"
 
     assert EvalBackend(Oracle(), cache=CallCache(":memory:")).cache is None
+
+
+# -- settings survive, secrets do not --------------------------------------------------------------
+
+
+def test_settings_keep_their_names_and_types_while_secrets_go(tmp_path, monkeypatch):
+    monkeypatch.setenv("MYPROVIDER_API_KEY", "sk-secret-value-123")
+    manifest = {
+        "model": "m", "api_base": "http://h/v1?key=sk-secret-value-123",
+        "config": {"max_tokens": 48, "temperature": 0.7, "api_key_env": "MYPROVIDER_API_KEY", "api_key": "x"},
+        "AUTH_TOKEN": "t",
+    }
+    store = RunStore.create(tmp_path, manifest, run_id="typed")
+    text = (store.root / "manifest.json").read_text()
+    saved = store.manifest
+    assert saved["config"]["max_tokens"] == 48 and saved["config"]["temperature"] == 0.7
+    assert saved["config"]["api_key_env"] == "MYPROVIDER_API_KEY"  # the variable's name, not its value
+    assert "sk-secret-value-123" not in text and saved["config"]["api_key"] == "<redacted>" and saved["AUTH_TOKEN"] == "<redacted>"
+
+
+def test_a_config_read_back_is_checked_field_by_field():
+    from harnessctl.eval.runner import EvalConfig
+
+    config = EvalConfig(suites=["variant"], max_tokens=48, temperature=0.5, api_key_env="K")
+    from dataclasses import asdict
+
+    assert EvalConfig.from_dict(json.loads(json.dumps(asdict(config)))) == config
+    with pytest.raises(ValueError, match="'max_tokens' is '<redacted>', not an integer"):
+        EvalConfig.from_dict({**asdict(config), "max_tokens": "<redacted>"})
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "..", ".", "", "name with space", "x\\y"])
+def test_run_ids_are_names(tmp_path, bad):
+    from harnessctl.eval.store import check_run_id
+
+    with pytest.raises(RunError, match="a run id is a name"):
+        check_run_id(bad)
+    with pytest.raises(RunError):
+        RunStore.create(tmp_path / "runs", {"model": "m"}, run_id=bad)
+    assert not (tmp_path / "escape").exists()
+
+
+def test_a_damaged_manifest_is_refused_with_what_to_do(tmp_path):
+    store = RunStore.create(tmp_path, {"model": "m"}, run_id="dmg")
+    (store.root / "manifest.json").write_text("{}")
+    with pytest.raises(RunError, match=r"damaged manifest \(missing model, config, planned, case_ids\).*start a new run"):
+        RunStore.open(store.root).checked_manifest()
+
+
+def test_atomic_writes_leave_the_old_file_when_writing_fails(tmp_path, monkeypatch):
+    from harnessctl.eval import store as store_mod
+
+    path = tmp_path / "suite.jsonl"
+    store_mod.atomic_write(path, "old\n")
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_mod.os, "replace", boom)
+    with pytest.raises(OSError):
+        store_mod.atomic_write(path, "new\n")
+    assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["suite.jsonl"]
+
+
+def test_a_local_models_cache_key_changes_when_its_files_change(tmp_path):
+    from harnessctl.eval.cache import model_identity
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights v1")
+    (folder / "tokenizer.json").write_text("{}")
+
+    class Local:
+        name = f"local:{folder}"
+        path = folder
+
+    first = model_identity(Local())
+    assert first.startswith(f"local:{folder}#") and model_identity(Local()) == first
+    (folder / "model.safetensors").write_bytes(b"weights v2")  # retrained into the same folder
+    second = model_identity(Local())
+    (folder / "tokenizer.json").write_text('{"v": 2}')
+    assert len({first, second, model_identity(Local())}) == 3
+    assert call_key(first, None, MSG, [], GenerationSettings()) != call_key(second, None, MSG, [], GenerationSettings())
+
+
+def test_each_episode_counts_its_own_calls_and_hits():
+    cache = CallCache(":memory:")
+    base = EvalBackend(Flaky(), cache=cache)
+    one = base.for_episode(None, None)
+    assert one.for_episode(None, None) is one  # the runtime binds again: same counts
+    one.generate(MSG, [], GenerationSettings())
+    two = base.for_episode(None, None)
+    two.generate(MSG, [], GenerationSettings())
+    assert (one.calls, one.cache_hits, two.calls, two.cache_hits) == (1, 0, 1, 1)
