@@ -13,17 +13,28 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harnessctl.sim.case import Case
+from harnessctl.sim.task import FAULT_KINDS
 
 from . import ifeval as ifeval_mod
 from .perturb import KINDS as PERTURBATIONS
 from .perturb import perturb
-from .suites import INDEX, SEEDS, SIZES, SUITE_FORMAT_VERSION, SUITES, SuiteItem, file_sha256, suite_path, write_suite
+from .suites import (
+    INDEX,
+    SEEDS,
+    SIZES,
+    SUITE_FORMAT_VERSION,
+    SUITES,
+    SuiteItem,
+    file_sha256,
+    suite_path,
+    write_suite,
+)
 
-FAULT_KINDS = ("error", "timeout", "malformed", "partial", "empty")
 #: The shipped history the variant suite replays (the current version is the livestream suite).
 HISTORY_REVS = ("v1", "v2")
 #: ``--ifeval-prompts google/IFEval`` fetches the official prompts with ``datasets`` (online only).
@@ -205,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("pass --write to rebuild the files")
     index = build_all(args.evals_dir, harness_path=args.harness, suites=args.suite)
     for name, info in index["suites"].items():
-        print(f"{name}: {info['n']} cases, sha256 {info['sha256'][:12]} ({suite_path(name, args.evals_dir)})")  # noqa: T201 - a script
+        print(f"{name}: {info['n']} cases, sha256 {info['sha256'][:12]} ({suite_path(name, args.evals_dir)})")
     return 0
 
 

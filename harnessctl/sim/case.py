@@ -81,7 +81,7 @@ class Case:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Case":
+    def from_dict(cls, d: dict[str, Any]) -> Case:
         d = dict(d)
         ctx = d.get("context") or {}
         d["context"] = ctx if isinstance(ctx, CaseContext) else CaseContext(**ctx)

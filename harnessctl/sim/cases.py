@@ -26,49 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.sim import facts as F
-from harnessctl.sim.case import Case, CaseContext, ExpectedCall, Expectation
+from harnessctl.sim.case import Case, CaseContext, Expectation, ExpectedCall
 from harnessctl.sim.catalog import Catalog, load_catalog
-
-INTENTS = (
-    "greeting",
-    "product_info",
-    "price",
-    "promotion",
-    "stock",
-    "size_advice",
-    "shipping",
-    "returns",
-    "order_status",
-    "comparison",
-    "compliance_sensitive",
-    "complaint",
-    "off_topic",
-    "human_request",
-    "flash_sale",
-)
-
-#: The skill (by key) each intent needs in the shipped harness.
-INTENT_SKILL = {
-    "greeting": "greeting",
-    "product_info": "product_intro",
-    "comparison": "compare_products",
-    "price": "price_promo",
-    "promotion": "price_promo",
-    "stock": "stock_size",
-    "size_advice": "stock_size",
-    "shipping": "shipping_returns",
-    "returns": "shipping_returns",
-    "order_status": "order_help",
-    "compliance_sensitive": "compliance",
-    "complaint": "complaint",
-    # A person is what the complaint skill hands over to; it lists the hand-off tool.
-    "human_request": "complaint",
-    "off_topic": "off_topic",
-    "flash_sale": "flash_sale",
-}
-
-#: Where a harness lacks an intent's skill (an older version), the skills that cover its tools.
-SKILL_FALLBACKS = {"flash_sale": ["price_promo", "stock_size"]}
+from harnessctl.sim.task import FAULT_KINDS, INTENT_SKILL, INTENTS, SKILL_FALLBACKS  # noqa: F401 - re-exported
 
 _DAMAGE_WORDS = ("broken", "damaged", "missing", "leaking", "never came", "never arrived", "cracked")
 _FORBIDDEN_ALWAYS_COMPLIANCE = ["100% safe", "guaranteed"]
@@ -632,8 +592,6 @@ def _history(rng: random.Random, handle: str, name: str) -> list[dict[str, str]]
 
 
 def _fault_rates(faults: float | dict[str, float] | None) -> dict[str, float]:
-    from harnessctl.sim.world import FAULT_KINDS
-
     if not faults:
         return {}
     if isinstance(faults, (int, float)):

@@ -35,8 +35,8 @@ from harnessctl.runtime.guards import banned_phrases, reply_char_limit
 from harnessctl.runtime.messages import is_viewer_message, parse_tool_content
 from harnessctl.runtime.record import ModelResponse, ToolCall
 from harnessctl.runtime.text import count_tokens
-from harnessctl.sim.cases import INTENT_SKILL, SKILL_FALLBACKS
 from harnessctl.sim.compose import Findings, choose_reply, compose
+from harnessctl.sim.task import INTENT_SKILL, SKILL_FALLBACKS, retry_trigger
 
 # Which result goes where in :class:`Findings`, by tool key.
 _FINDINGS_SLOT = {
@@ -66,7 +66,7 @@ class OracleModel:
     def __init__(self, *, think: bool = False) -> None:
         self.think = think
 
-    def for_episode(self, case: Any, harness: Any) -> "OraclePolicy":
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         if harness is None:
             raise ModelError("the oracle answers under a harness: for_episode(case, harness) needs one")
         return OraclePolicy(case, harness, think=self.think)
@@ -100,7 +100,7 @@ class OraclePolicy:
         self._keys = {t.name: t.key for t in harness.tools}
         self._keys[harness.skill_loader.name] = harness.skill_loader.key
 
-    def for_episode(self, case: Any, harness: Any) -> "OraclePolicy":
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         return OraclePolicy(case, harness, think=self.think)
 
     # The decision ---------------------------------------------------------------------------
@@ -124,7 +124,7 @@ class OraclePolicy:
         reply = choose_reply(compose(self.intent, self.slots, context, found), limit=self.limit, max_emojis=self.max_emojis, banned=self.banned)
         return self._response(messages, self._think(f"{self.intent}: reply") + reply, [])
 
-    def _next_calls(self, state: "_State", turns_left: int, calls_left: int) -> list[tuple[str, dict[str, Any]]]:
+    def _next_calls(self, state: _State, turns_left: int, calls_left: int) -> list[tuple[str, dict[str, Any]]]:
         loader = self.h.skill_loader.name
         batch: list[tuple[str, dict[str, Any]]] = []
         to_load = [k for k in self.skills if k not in state.skills_loaded and k not in state.skills_tried]
@@ -147,7 +147,7 @@ class OraclePolicy:
             batch.append((self._names[call.tool], call.args))
         return batch[:calls_left]
 
-    def _status(self, call: PlannedCall, state: "_State") -> str:
+    def _status(self, call: PlannedCall, state: _State) -> str:
         sig = (call.tool, _canon(call.args))
         attempts = state.attempts.get(sig, [])
         if not attempts:
@@ -156,13 +156,13 @@ class OraclePolicy:
             return "done"
         last = attempts[-1]
         retry = self.h.hooks.retry
-        trigger = {"unknown_tool": "invalid_call"}.get(last, last)
+        trigger = retry_trigger(last)
         if trigger in retry.on and len(attempts) < max(1, int(retry.max_attempts)):
             return "retry"
         return "failed"
 
     # Reading the conversation ---------------------------------------------------------------
-    def _read(self, messages: list[dict[str, Any]]) -> "_State":
+    def _read(self, messages: list[dict[str, Any]]) -> _State:
         start = max((i for i, m in enumerate(messages) if is_viewer_message(m)), default=len(messages) - 1)
         state = _State()
         pending: dict[str, tuple[str | None, dict[str, Any]]] = {}
@@ -199,7 +199,7 @@ class OraclePolicy:
                     state.results.append((key, args, data))
         return state
 
-    def _findings(self, state: "_State") -> Findings:
+    def _findings(self, state: _State) -> Findings:
         found = Findings()
         for key, args, data in state.results:
             if not isinstance(data, dict):
