@@ -84,6 +84,22 @@ RETRACTIONS = (
     "does not work", "isn't valid", "is not valid", "not available", "ended", "is over", "was wrong", "not right",
     "cancelled", "canceled",
 )
+#: Phrases that end an offer for the rest of the sentence ("the flash sale is over, it was ...").
+_SALE_OVER = ("is over", "are over", "has ended", "have ended", "already ended", "has expired", "have expired")
+#: Cues before a value that make it history or a comparison, not the value now.
+_PAST_CUES = ("was", "were", "used to be", "used to", "had been")
+_COMPARATIVES = (
+    "more than", "less than", "over", "under", "above", "below", "higher than", "lower than", "cheaper than",
+    "at least", "beyond", "except", "instead of", "rather than",
+)
+_COUNTERFACTUAL = ("should have been", "would have been", "could have been", "supposed to be", "meant to be", "used to be")
+_VALUE_KINDS = ("money", "money_off", "percent_off", "day_range", "days", "count", "in_stock", "sold_out", "limit", "free_shipping")
+#: A following clause that only says no: "..., but it isn't", "... - not anymore".
+_BARE_NO = re.compile(
+    r"^[\s,;:\-—]*(?:but\s+|though\s+)?(?:(?:it|that|they|this|he|she)\s+)?(?:isn't|is not|hasn't|has not|wasn't|"
+    r"was not|aren't|are not|didn't|did not|won't|doesn't|does not|not|nope|no)"
+    r"(?:\s+(?:anymore|any more|yet|really|now|right now|at all|true|the case))?\s*(?:[;,.!?]|$)"
+)
 #: Phrases that start with a cue but negate nothing.
 _IDIOMS = ("no worries", "no problem", "not only", "don't miss", "don't forget", "no doubt", "never miss", "not sure")
 
@@ -154,9 +170,36 @@ def fact_kind(fact: str) -> str:
     return "text"
 
 
-def states(fact: str, reply: str) -> bool:
-    """Whether ``reply`` states ``fact`` (in any accepted wording, not negated)."""
-    return any(not m.negated for m in mentions(fact, reply))
+def states(fact: str, reply: str, subject: str | None = None, others: tuple[str, ...] | list[str] = ()) -> bool:
+    """Whether ``reply`` states ``fact`` (in any accepted wording, not negated).
+
+    With a ``subject`` (the product a fact belongs to) and ``others`` (other products the
+    reply may name), the fact must be said of its subject: where the reply names products,
+    the name nearest to the mention (before it in the same sentence first) must be the subject.
+
+    >>> states("$7.90", "Toner is $17.90, Mascara is $7.90.", subject="Mascara", others=["Toner"])
+    True
+    >>> states("$7.90", "Toner is $7.90, Mascara is $17.90.", subject="Mascara", others=["Toner"])
+    False
+    """
+    found = [m for m in mentions(fact, reply) if not m.negated]
+    if not found or not subject:
+        return bool(found)
+    text = normalise(reply)
+    names = [(a, b, True) for a, b in _phrase_spans(text, (subject,))]
+    names += [(a, b, False) for o in others if o and o.lower() != subject.lower() for a, b in _phrase_spans(text, (o,))]
+    if not any(not own for _, _, own in names):
+        return True  # no other product named: nothing to confuse it with
+    return any(_nearest_is_own(text, m, names) for m in found)
+
+
+def _nearest_is_own(text: str, m: Mention, names: list[tuple[int, int, bool]]) -> bool:
+    s_left, s_right = _sentence_bounds(text, (m.start, m.end))
+    before = [(m.start - b, own) for a, b, own in names if b <= m.start and a >= s_left]
+    if before:
+        return min(before)[1]
+    after = [(a - m.end, own) for a, b, own in names if a >= m.end and b <= s_right]
+    return min(after)[1] if after else True
 
 
 def mentions(fact: str, reply: str) -> list[Mention]:
@@ -185,7 +228,7 @@ def mentions(fact: str, reply: str) -> list[Mention]:
         n = int(f.split()[0])
         pat = rf"(?<![\d.$])(?:only\s+)?{n}\s+(?:{_UNITS}\s+)?(?:still\s+)?(?:left|remaining|available|in stock|to go)\b"
         spans = [m.span() for m in re.finditer(pat, text)]
-        spans += [m.span() for m in re.finditer(rf"\b(?:down to|only|just)\s+{n}(?![\d.])(?!\s*(?:%|percent|days?|dollars))", text)]
+        spans += [m.span() for m in re.finditer(rf"\b(?:down to|only|just)\s+{n}(?!\.?\d)(?!\s*(?:%|percent|days?|dollars))", text)]
     elif kind in ("in_stock", "sold_out"):
         same, other = (IN_STOCK, SOLD_OUT) if kind == "in_stock" else (SOLD_OUT, IN_STOCK)
         spans = _phrase_spans(text, same)
@@ -204,8 +247,8 @@ def mentions(fact: str, reply: str) -> list[Mention]:
     elif kind == "limit":
         n = int(f.split()[1])
         pats = [
-            rf"\blimit(?:ed)?(?:\s+(?:of|is|to))?\s*:?\s*{n}(?![\d.])",
-            rf"\b(?:max|maximum|at most|up to)\.?\s*(?:of\s+)?{n}(?![\d.])",
+            rf"\blimit(?:ed)?(?:\s+(?:of|is|to))?\s*:?\s*{n}(?!\.?\d)",
+            rf"\b(?:max|maximum|at most|up to)\.?\s*(?:of\s+)?{n}(?!\.?\d)",
             rf"(?<![\d.$]){n}\s+(?:{_UNITS}\s+)?(?:per|a|each)\s+(?:viewer|person|customer|order|account|head)\b",
             rf"(?<![\d.$]){n}\s+max\b",
         ]
@@ -222,7 +265,7 @@ def mentions(fact: str, reply: str) -> list[Mention]:
         spans = _phrase_spans(text, (f, f[1:]))
     else:
         spans = _phrase_spans(text, (normalise(fact),))
-    out = [Mention(a, b, _negated(text, (a, b), own=f)) for a, b in spans]
+    out = [Mention(a, b, _negated(text, (a, b), own=f, kind=kind)) for a, b in spans]
     out += [Mention(a, b, False) for a, b in flipped]
     return sorted(out, key=lambda m: m.start)
 
@@ -318,19 +361,26 @@ def _inside_any(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
     return any(a <= span[0] and span[1] <= b and (a, b) != span for a, b in others)
 
 
+_CLAUSE_END = re.compile(r"[.!?;,:)](?=\s|$)|\s\(|\s[-—]\s|\s(?:but|though|however|while|whereas)\s")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
 def _clause_bounds(text: str, span: tuple[int, int]) -> tuple[int, int]:
-    left = max(text.rfind(c, 0, span[0]) for c in ".!?;,:(") + 1
-    for w in (" but ", " though ", " however "):
-        i = text.rfind(w, 0, span[0])
-        if i >= left:
-            left = i + len(w)
-    ends = [i for i in (text.find(c, span[1]) for c in ".!?;,)") if i >= 0]
-    right = min(ends) if ends else len(text)
-    for w in (" but ", " though ", " however "):
-        i = text.find(w, span[1])
-        if 0 <= i < right:
-            right = i
-    return left, right
+    """The clause around ``span``: between punctuation that ends a clause (a decimal point or a
+    clock's colon does not), a dash between spaces, or a "but"."""
+    left = 0
+    for m in _CLAUSE_END.finditer(text, 0, span[0]):
+        left = m.end()
+    m = _CLAUSE_END.search(text, span[1])
+    return left, (m.start() if m else len(text))
+
+
+def _sentence_bounds(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    left = 0
+    for m in _SENTENCE_END.finditer(text, 0, span[0]):
+        left = m.end()
+    m = _SENTENCE_END.search(text, span[1])
+    return left, (m.end() if m else len(text))
 
 
 def _near(text: str, span: tuple[int, int], words: tuple[str, ...], window: int = 3) -> bool:
@@ -340,16 +390,32 @@ def _near(text: str, span: tuple[int, int], words: tuple[str, ...], window: int 
     return any(w in words for w in before + after) or any(w in text[span[0] : span[1]] for w in words)
 
 
-def _negated(text: str, span: tuple[int, int], own: str = "") -> bool:
-    """A negation cue within four words before the span, or a retraction within four words
-    after it, in the same clause (idioms such as "no worries" aside)."""
+def _negated(text: str, span: tuple[int, int], own: str = "", kind: str = "text") -> bool:
+    """Whether the mention at ``span`` is not an assertion of the fact: a negation cue within
+    four words before it or a retraction within four words after it, in the same clause; a
+    past or counterfactual cue ("was", "used to be", "should have been") or a comparative
+    ("more than") just before a value; a clause that is a question; a following clause that
+    only says no ("but it isn't"); a sentence that says the offer is over."""
+    s_left, s_right = _sentence_bounds(text, span)
+    if any(r in text[s_left : span[0]] for r in _SALE_OVER):
+        return True  # "The flash sale is over, it was $5.90": all that follows is history
     left, right = _clause_bounds(text, span)
+    if kind != "order_number" and text[right : right + 1] == "?":
+        return True  # "Is it in stock?", "Maybe $13.90?": asked, not said
     before = text[left : span[0]]
     for idiom in _IDIOMS:
         before = before.replace(idiom, " ")
-    words = re.findall(r"[\w']+", before)[-4:]
-    if any(w in NEGATION_CUES or w.endswith("n't") for w in words) or "no longer" in " ".join(words):
+    words = re.findall(r"[\w']+", before)
+    tail = " " + " ".join(words[-4:]) + " "
+    if any(w in NEGATION_CUES or w.endswith("n't") for w in words[-4:]) or any(f" {c} " in tail for c in _COUNTERFACTUAL):
         return True
+    if kind in _VALUE_KINDS:
+        near = " " + " ".join(words[-3:]) + " "
+        if any(f" {c} " in near for c in _PAST_CUES + _COMPARATIVES):
+            return True
     after = " " + " ".join(re.findall(r"[\w']+", text[span[1] : right])[:4]) + " "
     own_words = set(re.findall(r"[\w']+", own))
-    return any(f" {r} " in after and not set(r.split()) <= own_words for r in RETRACTIONS)
+    if any(f" {r} " in after and not set(r.split()) <= own_words for r in RETRACTIONS):
+        return True
+    nxt = text[right : s_right]
+    return bool(_BARE_NO.match(nxt))
