@@ -75,6 +75,28 @@ class OracleModel:
         raise ModelError("the oracle answers a known case: call for_episode(case, harness) and use what it returns")
 
 
+class OracleBlindModel(OracleModel):
+    """The ``oracle-blind`` model backend: the oracle's task knowledge, but it sees only the
+    surface of one reference harness (the shipped one) whatever harness it answers under — the
+    ceiling of a model that memorised its training harness. It calls the reference's tool and
+    skill names and fits its replies to the reference's constraints and banned phrases; the
+    runtime still runs the harness in force, so a renamed tool is an unknown tool to it and a
+    tightened constraint is one its replies break.
+
+    >>> blind = OracleBlindModel(load_harness("harnesses/livecommerce"))   # doctest: +SKIP
+    >>> run_episode(variant, case, blind.for_episode(case, variant))      # doctest: +SKIP
+    """
+
+    name = "oracle-blind"
+
+    def __init__(self, reference: Harness, *, think: bool = False) -> None:
+        super().__init__(think=think)
+        self.reference = reference
+
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
+        return _BlindPolicy(case, self.reference, think=self.think)
+
+
 class OraclePolicy:
     """The oracle bound to one case and one harness (stateless between turns: every decision
     is read off the messages, so replaying a conversation gives the same next step)."""
@@ -337,3 +359,12 @@ def _slots_of(case: Any) -> dict[str, Any]:
 
 def _canon(args: Any) -> str:
     return json.dumps(args, sort_keys=True, default=str)
+
+
+class _BlindPolicy(OraclePolicy):
+    """An oracle policy that stays bound to its reference harness when rebound to a case."""
+
+    name = "oracle-blind"
+
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
+        return _BlindPolicy(case, self.h, think=self.think)

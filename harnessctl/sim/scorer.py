@@ -326,10 +326,18 @@ def _correctness(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], f
             return False
         return not _fact_in(fact, results)
 
+    names = _product_names(case)
+
+    def said(fact: str) -> bool:
+        """Stated by meaning, and of its own product where the fact belongs to one of several."""
+        _, _, pid = sources.get(fact, "").partition("@")
+        subject = names.get(pid) if pid else None
+        return states(fact, reply, subject=subject, others=list(names.values()) if subject else ())
+
     groups: list[list[str]] = [[f] for f in case.expect.facts] + [list(g) for g in case.expect.any_facts if g]
     got = 0.0
     for group in groups:
-        if any(states(f, reply) for f in group) or all(excused(f) for f in group):
+        if any(said(f) for f in group) or all(excused(f) for f in group):
             got += 1
         else:
             failures.append(f"missing_fact:{group[0]}")
@@ -337,6 +345,15 @@ def _correctness(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], f
     invented = _invented_tokens(reply, record, case)
     failures += [f"hallucinated_number:{t}" for t in invented]
     return facts_score * max(0.0, 1.0 - 0.5 * len(invented))
+
+
+def _product_names(case: Case) -> dict[str, str]:
+    """Product id -> name, for the products the viewer can see (on screen and in the lineup)."""
+    ctx = case.context
+    names = {str(k): str(v) for k, v in (ctx.lineup or {}).items() if v}
+    if ctx.product_id and ctx.product_name:
+        names[str(ctx.product_id)] = str(ctx.product_name)
+    return names
 
 
 def _tool_rationality(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], failures: list[str]) -> float:
