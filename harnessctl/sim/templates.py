@@ -14,6 +14,8 @@ True
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from typing import Any
 
 # -- templates -------------------------------------------------------------------------------
 # {this}: a way to point at the product on screen; {name}: the target's name; {other}: the
@@ -197,6 +199,42 @@ def template_split(key: str, template: str) -> str:
     n_eval = sum(1 for t in ranked if _hash01(key, t) < EVAL_SHARE)
     n_eval = min(max(n_eval, 1), len(ranked) - 1)
     return "eval" if ranked.index(template) < n_eval else "train"
+
+
+def template_id(key: str, template: str) -> str:
+    """A short stable name for a template: ``"price:1a2b3c4d"``."""
+    return f"{key}:{hashlib.sha256(template.encode()).hexdigest()[:8]}"
+
+
+def message_overlap(train: Iterable[Any], held_out: Iterable[Any]) -> dict[str, Any]:
+    """How much of the held-out cases' viewer messages training data already holds: messages
+    found verbatim, templates shared, (template, product on screen) pairs shared; counts and
+    shares of the held-out side.
+
+    >>> from harnessctl.sim.generate import generate_cases
+    >>> o = message_overlap(generate_cases(300, seed=1, messages="train"), generate_cases(300, seed=2, messages="eval"))
+    >>> o["verbatim"], o["templates_shared"], o["pairs_shared"]
+    (0, 0, 0)
+    """
+    train, held_out = list(train), list(held_out)
+    texts = {c.query for c in train}
+    t_templates = {c.template for c in train if c.template}
+    t_pairs = {(c.template, c.context.product_id) for c in train if c.template}
+    h_templates = {c.template for c in held_out if c.template}
+    h_pairs = {(c.template, c.context.product_id) for c in held_out if c.template}
+    verbatim = sum(1 for c in held_out if c.query in texts)
+
+    def share(part: int, whole: int) -> float:
+        return round(part / whole, 4) if whole else 0.0
+
+    return {
+        "held_out_messages": len(held_out), "verbatim": verbatim, "verbatim_share": share(verbatim, len(held_out)),
+        "held_out_texts": len({c.query for c in held_out}),
+        "verbatim_texts": len({c.query for c in held_out} & texts),
+        "templates": len(h_templates), "templates_shared": len(h_templates & t_templates),
+        "templates_shared_share": share(len(h_templates & t_templates), len(h_templates)),
+        "pairs": len(h_pairs), "pairs_shared": len(h_pairs & t_pairs), "pairs_shared_share": share(len(h_pairs & t_pairs), len(h_pairs)),
+    }
 
 
 def templates_for(key: str, messages: str = "all") -> list[str]:
