@@ -16,7 +16,14 @@ from harnessctl.sim.case import Case, CaseContext
 from harnessctl.sim.catalog import Catalog, load_catalog
 from harnessctl.sim.expectations import expectation_for
 from harnessctl.sim.task import FAULT_KINDS, INTENTS
-from harnessctl.sim.templates import CONDITIONS, EMOJI, HANDLES, POINTERS, template_id, templates_for
+from harnessctl.sim.templates import (
+    CONDITIONS,
+    EMOJI,
+    HANDLES,
+    POINTERS,
+    template_id,
+    templates_for,
+)
 
 
 def feasible_intents(catalog: Catalog) -> list[str]:
