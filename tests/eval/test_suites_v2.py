@@ -14,7 +14,13 @@ from harnessctl.cli.main import app
 from harnessctl.eval.results import CaseResult
 from harnessctl.eval.runner import HarnessResolver
 from harnessctl.eval.store import RunStore
-from harnessctl.eval.suites import AGENT_SUITES, SUITE_FORMAT_VERSION, load_suite, sample, suite_index
+from harnessctl.eval.suites import (
+    AGENT_SUITES,
+    SUITE_FORMAT_VERSION,
+    load_suite,
+    sample,
+    suite_index,
+)
 from harnessctl.models.base import ModelError
 from harnessctl.models.registry import resolve_model
 from harnessctl.runtime import run_episode

@@ -10,7 +10,13 @@ import pytest
 from harnessctl.models.scripted import ScriptedModel
 from harnessctl.runtime import run_episode
 from harnessctl.runtime.environment import MalformedResult, ToolError, ToolTimeout
-from harnessctl.sim import OracleModel, World, case_from_query, generate_cases, score_episode
+from harnessctl.sim import (
+    OracleModel,
+    World,
+    case_from_query,
+    generate_cases,
+    score_episode,
+)
 from harnessctl.sim.oracle import OracleBlindModel
 from harnessctl.sim.probes import probe_table, tightened
 from harnessctl.sim.task import FAULT_KINDS, INTENTS, PASS_THRESHOLD
