@@ -204,7 +204,7 @@ def _make_case(
         id=case_id, intent=intent, query=query, context=context, suite=suite, seed=seed, tags=tags, slots=slots,
         template=template_id(key, template),
     )
-    case.expect = expectation_for(intent, slots, catalog, context)
+    case.expect = expectation_for(intent, slots, catalog, context, query)
     return case
 
 
