@@ -58,7 +58,8 @@ def _pass_rates(items, model_name: str) -> dict[str, float]:
     for item in items:
         h = resolver.get(item.harness)
         b = score_episode(run_episode(h, item.case, model.for_episode(item.case, h), rendered=resolver.rendered(item.harness)), item.case)
-        for key in ["all", *item.families]:
+        variant = (item.harness or {}).get("id") if (item.harness or {}).get("kind") == "variant" else None
+        for key in ["all", *item.families, *([f"variant:{variant}"] if variant else [])]:
             by[key][0] += b.passed
             by[key][1] += 1
     return {k: 100.0 * a / n for k, (a, n) in by.items()}
@@ -73,6 +74,9 @@ def test_the_variant_suite_measures_following_not_luck():
     assert blind["all"] <= 25.0
     for family in ("op:skills", "op:skill_content", "op:tools", "op:prompt", "op:hooks"):
         assert blind[family] < 50.0, (family, blind[family])
+    # Every held-out variant holds a change the harness-blind reference fails.
+    per_variant = {k: v for k, v in blind.items() if k.startswith("variant:")}
+    assert len(per_variant) == 40 and max(per_variant.values()) < 100.0
 
 
 def test_both_references_score_100_on_the_livestream_suite():
