@@ -106,3 +106,22 @@ def test_compare_refuses_runs_of_different_suites_versions_unless_forced(tmp_pat
     assert "suites version 1" in res.output and "--force" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["compare", "old", "new", "--runs-dir", str(tmp_path), "--force", "--json"])
     assert res.exit_code == 0, res.output
+
+
+def test_a_run_of_oracle_blind_records_failure_entries_by_harness_element(tmp_path):
+    """Through the CLI: the harness-blind reference on a spread sample of the variant suite; its
+    records name, per failure, the kind, the score component and the harness element."""
+    res = CliRunner().invoke(app, [
+        "eval", "--suite", "variant", "--model", f"oracle-blind:{HARNESS}", "--limit", "12", "-j", "2", "--no-cache",
+        "--runs-dir", str(tmp_path), "--evals-dir", str(EVALS), "-H", str(HARNESS), "--json",
+    ])
+    assert res.exit_code in (0, 1), res.output
+    store = RunStore.open(next(tmp_path.iterdir()).name, tmp_path)
+    results = store.results()
+    assert len(results) == 12 and store.manifest["suites"]["variant"]["suites_version"] == "2"
+    failed = [r for r in results if not r.passed]
+    assert failed
+    for r in failed:
+        entries = r.details["failure_entries"]
+        assert [e["kind"] for e in entries] == [f.split(":")[0] for f in r.failures]
+        assert all({"kind", "component", "element", "hard"} <= set(e) and e["element"]["type"] for e in entries)
