@@ -38,11 +38,17 @@ def test_suites_json_records_the_suites_version():
     assert all(s["suites_version"] == "2" for s in index["suites"].values())
 
 
+@pytest.fixture(scope="module")
+def default_training_cases():
+    """The cases of the default 5,000-trajectory training set (`augment --trajectories 5000`)."""
+    return dataset_cases(TrajectorySpec(n=5000))
+
+
 @pytest.mark.parametrize("suite", AGENT_SUITES)
-def test_no_suite_message_is_in_the_default_training_set(suite):
+def test_no_suite_message_is_in_the_default_training_set(suite, default_training_cases):
     """The default 5,000-trajectory training set and each agent suite: no message verbatim, no
     template and no (template, product on screen) pair shared."""
-    train = dataset_cases(TrajectorySpec(n=5000))
+    train = default_training_cases
     held = [i.case for i in load_suite(suite, EVALS)]
     overlap = message_overlap(train, held)
     assert overlap["templates"] >= 40 and overlap["pairs"] >= 300
