@@ -27,7 +27,10 @@ reasoning            0.05    tokens inside ``<think>`` beyond ``max_think_tokens
 ===================  ======  ===============================================================
 
 ``passed`` needs ``total >= PASS_THRESHOLD`` and no hard failure (an invented number, a
-forbidden claim, no reply, a model error). Failed calls caused by the world (a timeout, an
+forbidden claim, no reply, a model error, or a constraint the model's own reply broke before a
+guard repaired it: reply length, emoji, a banned phrase, a revision asked for, the tool-call
+budget). Facts are read by meaning (:mod:`harnessctl.sim.meaning`): rewordings pass, negated,
+retracted or contradicted facts fail. Failed calls caused by the world (a timeout, an
 upstream error) are never held against the model when it followed the retry hook; the facts
 only that tool would have given are then excused.
 
@@ -70,7 +73,7 @@ TASK_COMPONENTS = ("correctness", "tool_rationality", "skill_selection")
 #: reply that needed it does not pass.
 HARD_FAILURES = (
     "hallucinated_number", "forbidden_claim", "no_reply", "model_error",
-    "over_length", "too_many_emojis", "banned_phrase", "over_tool_budget",
+    "over_length", "too_many_emojis", "banned_phrase", "over_tool_budget", "guard_revise",
 )
 LOADER_KEY = "load_skill"
 _MONEY_KEYS = ("price", "fee", "over", "spend", "amount", "cost", "total")

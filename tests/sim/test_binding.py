@@ -64,6 +64,17 @@ def test_each_broken_constraint_fails_the_case_alone(shipped, price_case):
     assert "banned_phrase:guaranteed results" in b.failures and not b.passed
 
 
+def test_a_reply_a_revise_guard_sent_back_fails_though_the_revision_was_right(shipped, price_case):
+    import copy
+
+    h = copy.deepcopy(shipped)
+    next(g for g in h.hooks.guards if g.type == "max_chars").action = "revise"
+    too_long = GOOD + " It is light, it smells lovely, and everyone in the chat asks about it tonight!"
+    rec, b = scored(h, price_case, [LOAD_PRICE, FETCH, too_long, GOOD])
+    assert rec.reply == GOOD and any(e.get("action") == "revise" for e in rec.guard_events)
+    assert "guard_revise:max_chars" in b.failures and not b.passed
+
+
 def test_going_over_the_tool_call_budget_fails_the_case(shipped, price_case):
     extra = call("check_stock", product_id="P001") + call("check_stock", product_id="P002")
     rec, b = scored(shipped, price_case, [LOAD_PRICE, FETCH + extra, GOOD])
