@@ -51,9 +51,11 @@ from harnessctl.runtime.text import count_emojis
 from harnessctl.sim.case import Case, ExpectedCall
 from harnessctl.sim.meaning import states
 from harnessctl.sim.task import (
+    FACT_RULES,
     PASS_THRESHOLD,
     SKILL_FALLBACKS,
     WORLD_ERRORS,
+    fact_rule,
     retry_trigger,
 )
 
@@ -186,8 +188,9 @@ _BUDGET_CONSTRAINT = {"max_tool_calls": "max_tool_calls", "max_turns": "max_turn
 
 def failure_entries(failures: list[str], case: Case) -> list[dict[str, Any]]:
     """The failures as plain entries ``{kind, component, element: {type, key}, detail, hard}``,
-    naming the harness element each one involves (skill, tool, hook or constraint key), so
-    failures can be grouped by kind, component and element.
+    naming the harness element each one involves (skill, tool, hook or constraint key), plus
+    ``rule: {skill, key}`` — the skill rule that asked for a missing fact or forbade a claim —
+    so failures can be grouped by kind, component, element and rule.
 
     >>> from harnessctl.sim.case import Expectation
     >>> c = Case(id="c", intent="price", query="?", expect=Expectation(skill="price_promo", facts=["$1.00"],
@@ -213,10 +216,17 @@ def failure_entries(failures: list[str], case: Case) -> list[dict[str, Any]]:
                 key = _BUDGET_CONSTRAINT.get(detail, detail)
             elif etype in ("tool", "skill"):
                 key = detail or None
-        out.append({
+        entry = {
             "kind": kind, "component": component, "element": {"type": etype, "key": key},
             "detail": detail or None, "hard": kind in HARD_FAILURES,
-        })
+        }
+        # The skill rule that asked for the missing fact or forbade the claim, by key.
+        rule = fact_rule(case.intent, detail) if kind == "missing_fact" else None
+        if kind == "forbidden_claim":
+            rule = FACT_RULES.get(case.intent, {}).get("forbidden")
+        if rule and skill:
+            entry["rule"] = {"skill": skill, "key": rule}
+        out.append(entry)
     return out
 
 

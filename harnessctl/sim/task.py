@@ -176,6 +176,38 @@ def fact_sources(intent: str, facts: list[str], calls: list[TaskCall]) -> dict[s
     return {f: single[intent] for f in facts}
 
 
+#: The skill rule (by key, in the intent's skill) that asks for each kind of fact
+#: (:func:`harnessctl.sim.meaning.fact_kind`), and for the claims a reply must not make.
+FACT_RULES: dict[str, dict[str, str]] = {
+    "greeting": {"handle": "use_name"},
+    "product_info": {"text": "name_it"},
+    "price": {"money": "live_price", "text": "check_deals", "percent_off": "check_deals", "money_off": "check_deals", "clock": "end_time"},
+    "promotion": {"money": "live_price", "text": "check_deals", "percent_off": "check_deals", "money_off": "check_deals", "clock": "end_time"},
+    "stock": {"count": "exact_count", "in_stock": "exact_count", "sold_out": "exact_count", "text": "sold_out"},
+    "size_advice": {"size": "size_from_card"},
+    "shipping": {"day_range": "days_and_fee", "days": "days_and_fee", "money": "days_and_fee", "free_shipping": "days_and_fee"},
+    "returns": {"days": "returns_from_policy"},
+    "order_status": {"text": "status_and_date", "status": "status_and_date", "date": "status_and_date", "order_number": "ask_for_number"},
+    "comparison": {"money": "one_difference", "forbidden": "no_winner"},
+    "compliance_sensitive": {"text": "not_medicine", "forbidden": "no_absolutes"},
+    "complaint": {"text": "hand_off"},
+    "human_request": {"text": "hand_off"},
+    "off_topic": {"text": "redirect"},
+    "flash_sale": {"money": "window", "clock": "window", "date": "window", "count": "scarcity_true", "sold_out": "scarcity_true", "limit": "one_per_viewer"},
+}
+
+
+def fact_rule(intent: str, fact: str) -> str | None:
+    """The rule key that asks for ``fact`` in the skill of ``intent`` (None: no rule says).
+
+    >>> fact_rule("flash_sale", "23 left"), fact_rule("price", "BEAUTY15"), fact_rule("greeting", "x")
+    ('scarcity_true', 'check_deals', None)
+    """
+    from harnessctl.sim.meaning import fact_kind
+
+    return FACT_RULES.get(intent, {}).get(fact_kind(fact))
+
+
 _STOP = {"the", "a", "an", "do", "you", "u", "have", "tell", "me", "more", "about", "what", "is", "like", "pls", "please", "describe", "it", "this", "one"}
 
 

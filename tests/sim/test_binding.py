@@ -92,7 +92,17 @@ def test_failure_entries_name_kind_component_and_harness_element(shipped, price_
     _, b = scored(shipped, price_case, [LOAD_PRICE, call("get_product_details", product_id="P001"), "Glow Serum is $18.99 live!"])
     missing = [e for e in b.details["failure_entries"] if e["kind"] == "missing_call"]
     assert missing[0]["element"] == {"type": "tool", "key": "promotions"}
-    assert {"type": "tool", "key": "promotions"} in [e["element"] for e in b.details["failure_entries"] if e["kind"] == "missing_fact"]
+    fact = next(e for e in b.details["failure_entries"] if e["kind"] == "missing_fact")
+    assert fact["element"] == {"type": "tool", "key": "promotions"} and fact["detail"] == "BEAUTY15"
+    assert fact["rule"] == {"skill": "price_promo", "key": "check_deals"}
+
+
+def test_every_rule_the_task_spec_names_is_a_rule_of_the_intents_skill(shipped):
+    from harnessctl.sim.task import FACT_RULES, INTENT_SKILL
+
+    for intent, rules in FACT_RULES.items():
+        keys = {r.key for r in shipped.skill(INTENT_SKILL[intent]).rules}
+        assert set(rules.values()) <= keys, (intent, set(rules.values()) - keys)
 
 
 # -- every fault is real ------------------------------------------------------------------------
