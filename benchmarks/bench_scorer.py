@@ -25,17 +25,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessctl.augment.trajectories import TrajectorySpec, dataset_cases  # noqa: E402
-from harnessctl.eval.runner import HarnessResolver  # noqa: E402
-from harnessctl.eval.suites import AGENT_SUITES, load_suite, sample, suite_index  # noqa: E402
-from harnessctl.harness import load_harness  # noqa: E402
-from harnessctl.models.registry import resolve_model  # noqa: E402
-from harnessctl.runtime import run_episode  # noqa: E402
-from harnessctl.sim import score_episode  # noqa: E402
-from harnessctl.sim.generate import generate_cases  # noqa: E402
-from harnessctl.sim.meaning import states  # noqa: E402
-from harnessctl.sim.probes import probe_table  # noqa: E402
-from harnessctl.sim.templates import message_overlap  # noqa: E402
+from harnessctl.augment.trajectories import TrajectorySpec, dataset_cases
+from harnessctl.eval.runner import HarnessResolver
+from harnessctl.eval.suites import AGENT_SUITES, load_suite, sample, suite_index
+from harnessctl.harness import load_harness
+from harnessctl.models.registry import resolve_model
+from harnessctl.runtime import run_episode
+from harnessctl.sim import score_episode
+from harnessctl.sim.generate import generate_cases
+from harnessctl.sim.meaning import states
+from harnessctl.sim.probes import probe_table
+from harnessctl.sim.templates import message_overlap
 
 HARNESS = REPO / "harnesses" / "livecommerce"
 EVALS = REPO / "evals"
