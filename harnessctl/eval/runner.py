@@ -167,7 +167,7 @@ class EvalOutcome:
 
 def skipped_suites(config: EvalConfig) -> dict[str, str]:
     """Suites a model cannot take: the oracle knows live-commerce cases, not general instructions."""
-    if config.model == "oracle" and "ifeval" in config.suites:
+    if (config.model == "oracle" or config.model.startswith("oracle-blind")) and "ifeval" in config.suites:
         return {"ifeval": "the oracle is the simulator's reference policy; it has no answers for general instructions"}
     return {}
 
@@ -335,6 +335,7 @@ class CaseRunner:
             failures=[str(f) for f in breakdown.failures], latency_s=record.latency_s, cached=cached,
             termination=record.termination.value if isinstance(record.termination, Termination) else str(record.termination),
             error=None, record=_stored(record), **counts,
+            details={"failure_entries": list((getattr(breakdown, "details", None) or {}).get("failure_entries", []))},
         )
 
     async def _ifeval(self, item: SuiteItem, repeat: int) -> CaseResult:
