@@ -160,7 +160,9 @@ class EvalBackend:
         self.cache_hits = 0
 
     def for_episode(self, case: Any, harness: Any) -> "EvalBackend":
-        bound = self.inner.for_episode(case, harness) if hasattr(self.inner, "for_episode") else self.inner
+        from harnessctl.models.base import bind_model
+
+        bound = bind_model(self.inner, case, harness)  # the answer key reaches the oracle only
         return EvalBackend(bound, cache=self.cache, api_base=self.api_base, retries=self.retries, backoff_s=self.backoff_s)
 
     def __getattr__(self, item: str) -> Any:
