@@ -118,9 +118,12 @@ def setup(cfg: TrainConfig) -> None:
 
 def quiet() -> None:
     """Progress is ours (rich, one bar): silence the libraries' own bars and info logs."""
+    import warnings
+
     import datasets
     import transformers
 
+    warnings.filterwarnings("ignore", message=r".*(gradient_checkpointing|is_gradient_checkpointing)` is deprecated")
     datasets.disable_progress_bars()
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
