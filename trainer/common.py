@@ -458,9 +458,11 @@ def copy_tokenizer_files(src: Path, dst: Path) -> None:
 # -- the final evaluation -------------------------------------------------------------------------
 
 
-def evaluate(out: str | Path, cfg: TrainConfig, suites: str | None = None, limit: int | None = None) -> dict[str, Any]:
+def evaluate(
+    out: str | Path, cfg: TrainConfig, suites: str | None = None, limit: int | None = None, runs_dir: str | Path | None = None
+) -> dict[str, Any]:
     """Evaluates the checkpoint in ``out`` on ``suites`` (``--eval``), ``limit`` cases each, and
-    returns ``{suite: score}`` plus the run folder. Runs are written under ``OUT/eval-runs``."""
+    returns ``{"scores": {suite: score}, "run": folder}``. Runs go under ``cfg.out/eval-runs``."""
     from harnessctl.eval.runner import EvalConfig, run_eval
 
     names = [s.strip() for s in (suites if suites is not None else cfg.eval_suites).split(",") if s.strip()]
@@ -468,7 +470,7 @@ def evaluate(out: str | Path, cfg: TrainConfig, suites: str | None = None, limit
         return {}
     config = EvalConfig(
         suites=names, model=f"local:{Path(out).resolve()}", limit=limit or cfg.eval_limit, jobs=1, cache=False,
-        harness_path=cfg.harness, runs_dir=str(Path(out) / "eval-runs"), max_tokens=cfg.eval_max_tokens,
+        harness_path=cfg.harness, runs_dir=str(runs_dir or Path(cfg.out) / "eval-runs"), max_tokens=cfg.eval_max_tokens,
         seed=cfg.seed,
     )
     outcome = run_eval(config)

@@ -145,6 +145,9 @@ class DistillStageConfig(TrainConfig):
     max_completion_length: int = field(default=96, metadata={"help": "Tokens the student samples per prompt."})
     temperature: float = field(default=1.0, metadata={"help": "Student sampling temperature."})
     learning_rate: float = field(default=1e-4, metadata={"help": "Peak learning rate."})
+    eval_suites: str = field(
+        default="ifeval,livestream", metadata={"help": "General and domain suites scored before and after."}
+    )
 
     stage = "distill"
 
