@@ -271,13 +271,16 @@ def load_config(stage: str, path: str | Path | None = None, overrides: dict[str,
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     hints = get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
-    source = f"{path}" if path else "overrides"
+    from_cli = set((overrides or {}))
     for key in list(values):
         if key not in known:
-            hint = ", ".join(sorted(known))
-            raise ConfigError(f"{source}: unknown {stage} field {key!r} (fields: {hint})")
+            where = f"--set {key}" if key in from_cli else f"{config_path(path)}: {key}" if path else key
+            raise ConfigError(f"{where}: unknown {stage} field (fields: {', '.join(sorted(known))})")
         values[key] = coerce(key, values[key], hints[key])
-    return cls(**values)
+    try:
+        return cls(**values)
+    except TypeError as e:  # a value of the wrong shape for its field
+        raise ConfigError(f"{stage} config: {e}") from None
 
 
 def coerce(name: str, value: Any, hint: Any) -> Any:
