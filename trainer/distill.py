@@ -21,6 +21,7 @@ from typing import Any
 from trainer.common import (
     TrainError,
     TrainResult,
+    check_checkpoint,
     evaluate,
     file_hash,
     load_model,
@@ -90,6 +91,8 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
 
     if not cfg.teacher:
         raise TrainError("--teacher: no teacher given; pass the base checkpoint the student was trained from")
+    check_checkpoint(cfg.model)
+    check_checkpoint(cfg.teacher, "--teacher")
     setup(cfg)
     resume_from = prepare_out(cfg, resume)
     model, tokenizer = load_model(cfg.model, cfg)

@@ -90,17 +90,12 @@ class TokenPolicy:
         self.logprobs += [0.0] * len(env)
 
     # The seam the runtime calls ------------------------------------------------------------
-    def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+    def sample(self, context: list[int], budget: int) -> tuple[list[int], list[float]]:
+        """At most ``budget`` new token ids after ``context``, and their log-probabilities under the
+        sampling distribution (temperature applied)."""
         import torch
 
-        self._extend(messages, tools)
-        room = self.max_completion_length - len(self.completion_ids)
-        budget = min(self.max_turn_tokens, room)
-        if budget <= 0:
-            raise ModelError(f"the episode used its {self.max_completion_length} completion tokens")
-        context = self.prompt_ids + self.completion_ids
         input_ids = torch.tensor([context], device=self.model.device)
-        started = time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids=input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=budget, do_sample=True,
@@ -108,11 +103,21 @@ class TokenPolicy:
                 pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0],
                 return_dict_in_generate=True, output_logits=True,
             )
-        self.generate_s += time.perf_counter() - started
         sampled = out.sequences[0, len(context) :].tolist()
         steps = torch.stack(out.logits, dim=1)[0].float() / self.temperature
         chosen = torch.tensor(sampled, device=steps.device)
-        logprobs = steps.log_softmax(-1).gather(-1, chosen[:, None])[:, 0].tolist()
+        return sampled, steps.log_softmax(-1).gather(-1, chosen[:, None])[:, 0].tolist()
+
+    def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+        self._extend(messages, tools)
+        room = self.max_completion_length - len(self.completion_ids)
+        budget = min(self.max_turn_tokens, room)
+        if budget <= 0:
+            raise ModelError(f"the episode used its {self.max_completion_length} completion tokens")
+        context = self.prompt_ids + self.completion_ids
+        started = time.perf_counter()
+        sampled, logprobs = self.sample(context, budget)
+        self.generate_s += time.perf_counter() - started
         self.turns.append({"input_ids": list(context), "sampled_ids": list(sampled)})
         self.completion_ids += sampled
         self.env_mask += [1] * len(sampled)
@@ -174,6 +179,15 @@ class EpisodeRollout:
         self.timing = {"generate_s": 0.0, "rollout_s": 0.0, "episodes": 0}
         self._floors: dict[str, float] | None = None
         self.last: list[EpisodeSample] = []
+        #: Makes each episode's sampler: ``factory(model, case, harness) -> TokenPolicy``. The case and
+        #: harness are there for scripted samplers in tests; the default policy never reads them.
+        self.policy_factory = self.default_policy
+
+    def default_policy(self, model: Any, case: Any, harness: Any) -> TokenPolicy:
+        return TokenPolicy(
+            model, self.tokenizer, temperature=self.cfg.temperature, max_turn_tokens=self.cfg.max_turn_tokens,
+            max_completion_length=self.cfg.max_completion_length,
+        )
 
     def variant_for(self, group_seed: int) -> Any:
         """A fresh HSA variant (or the harness itself when ``hsa`` is off)."""
@@ -205,7 +219,6 @@ class EpisodeRollout:
         """Episodes for ``prompts`` (repeats of one prompt in a row form a group)."""
         from harnessctl.sim.scorer import score_episode
         from harnessctl.sim.world import World
-
         from trainer.rewards import think_overrun
 
         started = time.perf_counter()
@@ -220,10 +233,7 @@ class EpisodeRollout:
                     harness = self.variant_for(_seed(self.cfg.seed, self.calls, group))
                 previous = prompt
                 case = self.case_for(prompt)
-                policy = TokenPolicy(
-                    model, self.tokenizer, temperature=self.cfg.temperature, max_turn_tokens=self.cfg.max_turn_tokens,
-                    max_completion_length=self.cfg.max_completion_length,
-                )
+                policy = self.policy_factory(model, case, harness)
                 env = World(case=case, fault_rates=self.cfg.fault_rate, seed=_seed(self.cfg.seed, self.calls, i))
                 record, policy = run_rollout_episode(policy, harness, case, env)
                 breakdown = score_episode(record, case)

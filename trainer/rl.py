@@ -17,8 +17,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from trainer.common import TrainError, TrainResult, load_model, peft_config, prepare_out, run_trainer, setup, text_hash
-from trainer.common import training_arguments
+from trainer.common import (
+    TrainError,
+    TrainResult,
+    check_checkpoint,
+    load_model,
+    peft_config,
+    prepare_out,
+    run_trainer,
+    setup,
+    text_hash,
+    training_arguments,
+)
 from trainer.config import RLStageConfig
 from trainer.episodes import CASE_PREFIX, EpisodeRollout
 from trainer.rewards import reward_functions
@@ -70,6 +80,7 @@ def train_rl(cfg: RLStageConfig, *, resume: bool = False, progress: bool = True)
     """Run stage 3 as ``cfg`` says; the result's ``extra`` has episodes/s and the generation share."""
     from trainer.common import finish
 
+    check_checkpoint(cfg.model)
     setup(cfg)
     resume_from = prepare_out(cfg, resume)
     model, tokenizer = load_model(cfg.model, cfg)

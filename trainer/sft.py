@@ -20,6 +20,7 @@ from typing import Any
 
 from trainer.common import (
     TrainResult,
+    check_checkpoint,
     file_hash,
     load_model,
     peft_config,
@@ -65,6 +66,7 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
 
     if not cfg.data:
         raise TrainError("--data: no dataset folder given; build one with `harnessctl augment --trajectories N --out DIR`")
+    check_checkpoint(cfg.model)
     setup(cfg)
     rows = read_chat_rows(cfg.data, cfg.split)
     resume_from = prepare_out(cfg, resume)
