@@ -53,8 +53,15 @@ def bench_sft(work: Path, model_dir: Path, data: Path, steps: int, batch: int) -
     from trainer.sft import fit_rows, train_sft
 
     quiet()
-    overrides = {"model": str(model_dir), "data": str(data), "max_steps": steps, "per_device_batch_size": batch,
-                 "save_steps": steps, "logging_steps": 1, "warmup_steps": 0}
+    overrides = {
+        "model": str(model_dir),
+        "data": str(data),
+        "max_steps": steps,
+        "per_device_batch_size": batch,
+        "save_steps": steps,
+        "logging_steps": 1,
+        "warmup_steps": 0,
+    }
     # Baseline: plain TRL on the same rows and max_length the stage uses.
     cfg = load_config("sft", "tiny-cpu", {**overrides, "out": str(work / "plain")})
     model, tokenizer = load_model(model_dir, cfg)
@@ -67,8 +74,9 @@ def bench_sft(work: Path, model_dir: Path, data: Path, steps: int, batch: int) -
 
         set_seed(cfg.seed)
         fresh, _ = load_model(model_dir, cfg)
-        args = SFTConfig(**{**training_arguments(cfg), "output_dir": out}, max_length=info["max_length"],
-                         assistant_only_loss=True)
+        args = SFTConfig(
+            **{**training_arguments(cfg), "output_dir": out}, max_length=info["max_length"], assistant_only_loss=True
+        )
         trainer = SFTTrainer(model=fresh, args=args, train_dataset=dataset, processing_class=tokenizer)
         trainer.remove_callback(PrinterCallback)
         t0 = time.perf_counter()
@@ -82,8 +90,10 @@ def bench_sft(work: Path, model_dir: Path, data: Path, steps: int, batch: int) -
     second = plain_run(str(work / "plain-2"))
     plain_tps = (first + second) / 2
     ratio = result.tokens_per_s / plain_tps
-    print(f"sft: stage {result.tokens_per_s:,.0f} tokens/s vs plain TRL SFTTrainer {plain_tps:,.0f} tokens/s "
-          f"-> {ratio:.3f}x (goal >= {GOAL}x); {steps} steps, batch {batch}, max_length {info['max_length']}")
+    print(
+        f"sft: stage {result.tokens_per_s:,.0f} tokens/s vs plain TRL SFTTrainer {plain_tps:,.0f} tokens/s "
+        f"-> {ratio:.3f}x (goal >= {GOAL}x); {steps} steps, batch {batch}, max_length {info['max_length']}"
+    )
     print("sft learning curve (step: loss):", ", ".join(f"{int(r['step'])}: {r['loss']:.3f}" for r in result.log))
     return ratio
 
@@ -92,15 +102,30 @@ def bench_rl(work: Path, model_dir: Path, steps: int) -> None:
     from trainer.config import load_config
     from trainer.rl import train_rl
 
-    cfg = load_config("rl", "tiny-cpu", {"model": str(model_dir), "out": str(work / "rl"), "max_steps": steps,
-                                         "logging_steps": 1, "save_steps": steps, "cases": 50})
+    cfg = load_config(
+        "rl",
+        "tiny-cpu",
+        {
+            "model": str(model_dir),
+            "out": str(work / "rl"),
+            "max_steps": steps,
+            "logging_steps": 1,
+            "save_steps": steps,
+            "cases": 50,
+        },
+    )
     result = train_rl(cfg, progress=False)
     x = result.extra
     rest = max(0.0, 1.0 - x["generation_share"] - x["update_share"])
-    print(f"rl: {x['episodes']} episodes in {result.seconds:.1f} s -> {x['episodes_per_s']:.2f} episodes/s; "
-          f"time in generation {x['generation_share']:.0%}, in the GRPO update {x['update_share']:.0%}, "
-          f"rest of the rollout (runtime, simulator, scoring, variants) {rest:.0%}")
-    print("rl learning curve (step: reward):", ", ".join(f"{int(r['step'])}: {r.get('reward', 0):.3f}" for r in result.log))
+    print(
+        f"rl: {x['episodes']} episodes in {result.seconds:.1f} s -> {x['episodes_per_s']:.2f} episodes/s; "
+        f"time in generation {x['generation_share']:.0%}, in the GRPO update {x['update_share']:.0%}, "
+        f"rest of the rollout (runtime, simulator, scoring, variants) {rest:.0%}"
+    )
+    print(
+        "rl learning curve (step: reward):",
+        ", ".join(f"{int(r['step'])}: {r.get('reward', 0):.3f}" for r in result.log),
+    )
 
 
 def main() -> int:

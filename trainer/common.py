@@ -273,8 +273,13 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self.bar = Progress(
-                TextColumn(f"[bold]train {cfg.stage}[/]"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                TextColumn("{task.fields[metrics]}"), console=Console(stderr=True), transient=False,
+                TextColumn(f"[bold]train {cfg.stage}[/]"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[metrics]}"),
+                console=Console(stderr=True),
+                transient=False,
             )
             self.bar.start()
             self.task = self.bar.add_task("steps", total=state.max_steps, completed=state.global_step, metrics="")
@@ -327,7 +332,9 @@ def prepare_out(cfg: TrainConfig, resume: bool) -> Path | None:
             raise TrainError(f"--resume: no checkpoint-N folder under {out}; run without --resume to start")
         return found
     if found is not None or (out / MANIFEST).is_file():
-        raise TrainError(f"--out {out}: already holds a training run; pass --resume to continue it or choose another --out")
+        raise TrainError(
+            f"--out {out}: already holds a training run; pass --resume to continue it or choose another --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     return None
 
@@ -397,7 +404,9 @@ def save_final(trainer: Any, out: Path, manifest: dict[str, Any]) -> None:
     write_manifest(out, manifest)
 
 
-def manifest_for(cfg: TrainConfig, *, parent: str | None, data_hash: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
+def manifest_for(
+    cfg: TrainConfig, *, parent: str | None, data_hash: str | None, extra: dict[str, Any] | None
+) -> dict[str, Any]:
     return {
         "manifest_version": MANIFEST_VERSION,
         "stage": cfg.stage,
@@ -459,7 +468,11 @@ def copy_tokenizer_files(src: Path, dst: Path) -> None:
 
 
 def evaluate(
-    out: str | Path, cfg: TrainConfig, suites: str | None = None, limit: int | None = None, runs_dir: str | Path | None = None
+    out: str | Path,
+    cfg: TrainConfig,
+    suites: str | None = None,
+    limit: int | None = None,
+    runs_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Evaluates the checkpoint in ``out`` on ``suites`` (``--eval``), ``limit`` cases each, and
     returns ``{"scores": {suite: score}, "run": folder}``. Runs go under ``cfg.out/eval-runs``."""
@@ -469,8 +482,14 @@ def evaluate(
     if not names:
         return {}
     config = EvalConfig(
-        suites=names, model=f"local:{Path(out).resolve()}", limit=limit or cfg.eval_limit, jobs=1, cache=False,
-        harness_path=cfg.harness, runs_dir=str(runs_dir or Path(cfg.out) / "eval-runs"), max_tokens=cfg.eval_max_tokens,
+        suites=names,
+        model=f"local:{Path(out).resolve()}",
+        limit=limit or cfg.eval_limit,
+        jobs=1,
+        cache=False,
+        harness_path=cfg.harness,
+        runs_dir=str(runs_dir or Path(cfg.out) / "eval-runs"),
+        max_tokens=cfg.eval_max_tokens,
         seed=cfg.seed,
     )
     outcome = run_eval(config)

@@ -26,7 +26,9 @@ RewardFn = Callable[..., list[float]]
 def component_reward(name: str) -> RewardFn:
     """The reward function that returns the episode's ``name`` component (0..1)."""
 
-    def reward(prompts: list[Any], completions: list[Any], components: list[dict[str, float]] | None = None, **_: Any) -> list[float]:
+    def reward(
+        prompts: list[Any], completions: list[Any], components: list[dict[str, float]] | None = None, **_: Any
+    ) -> list[float]:
         if components is None:
             raise ValueError("the rollout passed no 'components': use EpisodeRollout as rollout_func")
         return [float(c.get(name, 0.0)) for c in components]
@@ -38,7 +40,9 @@ def component_reward(name: str) -> RewardFn:
 def think_length_reward(penalty: float) -> RewardFn:
     """``-penalty`` per sampled ``<think>`` token beyond the harness's budget (per turn, summed)."""
 
-    def think_length(prompts: list[Any], completions: list[Any], think_over: list[int] | None = None, **_: Any) -> list[float]:
+    def think_length(
+        prompts: list[Any], completions: list[Any], think_over: list[int] | None = None, **_: Any
+    ) -> list[float]:
         return [round(-penalty * float(n), 6) for n in (think_over or [0] * len(completions))]
 
     return think_length

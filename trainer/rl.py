@@ -70,8 +70,13 @@ def build_rl_trainer(cfg: RLStageConfig, model: Any, tokenizer: Any) -> tuple[An
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; we pin TRL
     dataset = Dataset.from_list([{"prompt": CASE_PREFIX + c.id} for c in cases])
     trainer = GRPOTrainer(
-        model=model, reward_funcs=funcs, args=args, train_dataset=dataset, processing_class=tokenizer,
-        rollout_func=rollout, peft_config=peft_config(cfg),
+        model=model,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        peft_config=peft_config(cfg),
     )
     return trainer, rollout
 
@@ -87,7 +92,12 @@ def train_rl(cfg: RLStageConfig, *, resume: bool = False, progress: bool = True)
     trainer, rollout = build_rl_trainer(cfg, model, tokenizer)
     data_hash = text_hash(",".join(c for c in rollout.cases))
     result = run_trainer(
-        trainer, cfg, parent=cfg.model, data_hash=data_hash, resume_from=resume_from, progress=progress,
+        trainer,
+        cfg,
+        parent=cfg.model,
+        data_hash=data_hash,
+        resume_from=resume_from,
+        progress=progress,
         extra_manifest={"data": f"{cfg.cases} simulator cases, seed {cfg.case_seed}", "hsa": cfg.hsa},
     )
     t = rollout.timing
