@@ -247,7 +247,7 @@ class EpisodeRollout:
         """Episodes for ``prompts`` (repeats of one prompt in a row form a group)."""
         from harnessctl.sim.scorer import score_episode
         from harnessctl.sim.world import World
-        from trainer.rewards import think_overrun
+        from trainer.rewards import task_share, think_overrun
 
         started = time.perf_counter()
         was_training = model.training
@@ -272,7 +272,7 @@ class EpisodeRollout:
                         completion_ids=policy.completion_ids or [self.tokenizer.eos_token_id],
                         env_mask=policy.env_mask or [0],
                         logprobs=policy.logprobs or [0.0],
-                        components=breakdown.components,
+                        components={**breakdown.components, "task": task_share(breakdown.components)},
                         think_over=think_overrun(policy.think_tokens, budget),
                         episode={
                             "case_id": case.id,

@@ -113,3 +113,13 @@ def test_tool_use_rows_render_with_the_tiny_template_and_name_a_listed_tool(tiny
         assert called and called <= listed
         row = check_row(r, "row")
         assert token_lengths([row], tokenizer)[0] < 512
+
+
+def test_efficiency_is_rewarded_in_proportion_to_the_task_done():
+    from trainer.rewards import reward_functions
+
+    funcs, weights = reward_functions({"correctness": 0.4, "efficiency": 0.1}, think_penalty=0.01)
+    idle = {"correctness": 0.0, "efficiency": 1.0, "task": 0.0}  # a short empty reply
+    done = {"correctness": 1.0, "efficiency": 1.0, "task": 1.0}
+    rewards = [f(prompts=["p", "p"], completions=["", ""], components=[idle, done], think_over=[0, 40]) for f in funcs]
+    assert rewards == [[0.0, 1.0], [0.0, 1.0], [0.0, -0.4]] and weights == [0.4, 0.1, 1.0]
