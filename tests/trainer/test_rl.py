@@ -156,3 +156,19 @@ def test_a_grpo_step_on_episodes_with_different_rewards_changes_the_weights(rl_p
 
     loads_and_answers(Path(result.out))
     assert "rewards/correctness/mean" in result.metrics and "rewards/think_length/mean" in result.metrics
+
+
+def test_each_group_gets_a_fresh_variant_and_no_hsa_keeps_the_harness(rl_parts):
+    cfg, model, tokenizer, trainer, rollout = rl_parts
+    rollout.policy_factory = oracle_sampler(rollout)
+    prompt = "case:" + next(iter(rollout.cases))
+    out = rollout.rollout([prompt] * 4, model)  # one case, two groups of two
+    ids = out["prompt_ids"]
+    assert ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
+    rollout.cfg.hsa = False
+    try:
+        plain = rollout.rollout([prompt] * 4, model)["prompt_ids"]
+    finally:
+        rollout.cfg.hsa = True
+    assert plain[0] == plain[2]
+    assert tokenizer.decode(plain[0]).count(rollout.source.skill_loader.name) >= 1
