@@ -204,7 +204,9 @@ class RLStageConfig(TrainConfig):
     )
     beta: float = field(default=0.0, metadata={"help": "KL penalty to the reference model (0: none, no copy kept)."})
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
-    use_vllm: bool = field(default=False, metadata={"help": "GPU only: generate with TRL's vLLM integration."})
+    use_vllm: bool = field(
+        default=False, metadata={"help": "Reserved: TRL's vLLM generation is not wired to whole-episode rollouts yet."}
+    )
     vllm_mode: str = field(default="colocate", metadata={"help": "colocate | server (TRL's vLLM modes)."})
 
     stage = "rl"
@@ -231,6 +233,11 @@ class RLStageConfig(TrainConfig):
             raise ConfigError(f"think_penalty must be >= 0, got {self.think_penalty}")
         if self.cases < 1 or self.max_turn_tokens < 1 or self.max_completion_length < self.max_turn_tokens:
             raise ConfigError("cases and max_turn_tokens must be >= 1, and max_completion_length >= max_turn_tokens")
+        if self.use_vllm:
+            raise ConfigError(
+                "use_vllm: whole-episode rollouts sample turn by turn in process; TRL's vLLM path is not wired to "
+                "them yet (see docs/train.md). Set use_vllm=false"
+            )
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
 

@@ -4,9 +4,8 @@ drawn fresh for each prompt group (``hsa: false`` for the ablation), with the si
 faults on. Rewards are the rubric's components (:mod:`trainer.rewards`); the trained tokens are
 exactly the sampled ones, environment tokens masked (:mod:`trainer.episodes`).
 
-Generation runs in process (CPU or one GPU). On GPUs, ``use_vllm: true`` with ``vllm_mode:
-colocate`` (vLLM shares the training GPUs) or ``server`` (``trl vllm-serve`` on other GPUs) is TRL's
-own vLLM path; the rollout function then still steps episodes here and TRL keeps vLLM's weights in sync.
+Generation runs in process (CPU, or each GPU of an ``accelerate launch``), one turn at a time with
+``model.generate``; TRL's vLLM modes are not wired to whole-episode rollouts yet (docs/train.md).
 
 >>> cfg = load_config("rl", "tiny-cpu", {"model": "out/sft", "out": "out/rl"})   # doctest: +SKIP
 >>> train_rl(cfg).extra["generation_share"]                                    # doctest: +SKIP
