@@ -381,9 +381,8 @@ def run_trainer(
         resumed_from=str(resume_from) if resume_from else None,
         log=[r for r in logger.logs if "loss" in r or "reward" in r],
     )
-    if resume_from is not None and start_step:
-        done_before = next((r.get("num_tokens", 0.0) for r in logger.logs), 0.0)
-        result.tokens = int(max(0.0, tokens - done_before))
+    if resume_from is not None and start_step:  # count only this run's tokens
+        result.tokens = int(max(0.0, tokens - _tokens_at(resume_from)))
     result.tokens_per_s = round(result.tokens / seconds, 1) if seconds > 0 else 0.0
     if interrupt.requested:
         found = last_checkpoint(out)
@@ -449,6 +448,15 @@ def _step_of(path: Path | None) -> int:
         return int(path.name.rsplit("-", 1)[-1])
     except ValueError:
         return 0
+
+
+def _tokens_at(checkpoint: Path) -> float:
+    """Tokens trained up to a checkpoint, from its trainer_state.json (0 when not logged)."""
+    state = checkpoint / "trainer_state.json"
+    if not state.is_file():
+        return 0.0
+    history = json.loads(state.read_text(encoding="utf-8")).get("log_history", [])
+    return max([float(h.get("num_tokens", 0.0)) for h in history] + [0.0])
 
 
 def _final_metrics(logs: list[dict[str, float]]) -> dict[str, float]:
