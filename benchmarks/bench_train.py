@@ -99,10 +99,16 @@ def bench_sft(work: Path, model_dir: Path, data: Path, steps: int, batch: int, r
                 stage_runs.append((result.tokens_per_s, result.tokens / result.cpu_seconds))
     plain_tps, stage_tps = max(x for x, _ in plain_runs), max(x for x, _ in stage_runs)
     plain_cpu, stage_cpu = max(c for _, c in plain_runs), max(c for _, c in stage_runs)
-    print("sft rounds, tokens per wall second: plain " + ", ".join(f"{x:,.0f}" for x, _ in plain_runs)
-          + " | stage " + ", ".join(f"{x:,.0f}" for x, _ in stage_runs))
-    print(f"sft tokens per CPU second (steadier on a shared machine): stage {stage_cpu:,.0f} vs plain {plain_cpu:,.0f} "
-          f"-> {stage_cpu / plain_cpu:.3f}x")
+    print(
+        "sft rounds, tokens per wall second: plain "
+        + ", ".join(f"{x:,.0f}" for x, _ in plain_runs)
+        + " | stage "
+        + ", ".join(f"{x:,.0f}" for x, _ in stage_runs)
+    )
+    print(
+        f"sft tokens per CPU second (steadier on a shared machine): stage {stage_cpu:,.0f} vs plain {plain_cpu:,.0f} "
+        f"-> {stage_cpu / plain_cpu:.3f}x"
+    )
     ratio = stage_tps / plain_tps
     print(
         f"sft: stage {stage_tps:,.0f} tokens/s vs plain TRL SFTTrainer {plain_tps:,.0f} tokens/s "
