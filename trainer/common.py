@@ -293,8 +293,8 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
         def on_log(self, args, state, control, logs=None, **kwargs):
             if self.bar is not None and logs:
                 shown = [k for k in ("loss", "reward", "grad_norm", "learning_rate") if k in logs]
-                text = "  ".join(f"{k} {logs[k]:.4g}" for k in shown)
-                self.bar.update(self.task, metrics=text)
+                if shown:  # the closing log (runtime, samples/s) keeps the last step's metrics on screen
+                    self.bar.update(self.task, metrics="  ".join(f"{k} {logs[k]:.4g}" for k in shown))
 
         def on_train_end(self, args, state, control, **kwargs):
             if self.bar is not None:
