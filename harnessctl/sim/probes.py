@@ -78,6 +78,9 @@ def pad(reply: str, limit: int) -> str:
 class ReplyProbe:
     """The oracle bound to a case, with its final reply passed through ``rewrite(reply, case)``."""
 
+    #: A probe wraps the oracle and rewrites with the case's facts: it is given the answer key.
+    reads_answer_key = True
+
     def __init__(self, name: str, rewrite: Callable[[str, Any], str], inner: Any = None) -> None:
         self.name = name
         self.rewrite = rewrite
