@@ -208,7 +208,8 @@ def dataset_cases(spec: TrajectorySpec) -> list[Any]:
     """The simulator cases of a dataset (the same for the HSA and the fixed-harness builds)."""
     from harnessctl.sim.cases import generate_cases
 
-    return generate_cases(spec.n, seed=derive_seed(_CASES_SALT, spec.seed) % (2**31), faults=spec.faults or None)
+    # Training templates only: the suites' viewer messages are held out (see sim.templates).
+    return generate_cases(spec.n, seed=derive_seed(_CASES_SALT, spec.seed) % (2**31), faults=spec.faults or None, messages="train")
 
 
 # -- rows -----------------------------------------------------------------------------------------

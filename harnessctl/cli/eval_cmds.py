@@ -362,15 +362,19 @@ def compare(
     threshold: Annotated[float, typer.Option("--threshold", help="A drop of more than this many points in a suite is a regression (exit 1).")] = 1.0,
     runs_dir: RunsDirOpt = Path("runs"),
     show_flips: Annotated[int, typer.Option("--show-flips", help="Flipped cases listed per suite.")] = 10,
+    force: Annotated[bool, typer.Option("--force", help="Compare runs made on different suites versions anyway.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare two runs: per-suite deltas with 95% bootstrap intervals and the cases that flipped.
-    Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A."""
-    from harnessctl.eval.compare import compare_results
+    Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A; exit 2 when the
+    runs used different suites versions (unless --force)."""
+    from harnessctl.eval.compare import check_suite_versions, compare_results
     from harnessctl.eval.store import RunStore
 
     with _library_errors():
         a, b = RunStore.open(run_a, runs_dir), RunStore.open(run_b, runs_dir)
+        if not force:
+            check_suite_versions(a.manifest, b.manifest)
         cmp = compare_results(
             a.results(), b.results(), threshold=threshold, run_a=a.run_id, run_b=b.run_id,
             skipped_a=(a.summary() or {}).get("skipped"), skipped_b=(b.summary() or {}).get("skipped"),

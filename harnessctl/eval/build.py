@@ -13,18 +13,29 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harnessctl.sim.case import Case
+from harnessctl.sim.task import FAULT_KINDS
 
 from . import ifeval as ifeval_mod
 from .perturb import KINDS as PERTURBATIONS
 from .perturb import perturb
 from .store import atomic_write
-from .suites import INDEX, SEEDS, SIZES, SUITE_FORMAT_VERSION, SUITES, SuiteItem, file_sha256, suite_path, write_suite
+from .suites import (
+    INDEX,
+    SEEDS,
+    SIZES,
+    SUITE_FORMAT_VERSION,
+    SUITES,
+    SuiteItem,
+    file_sha256,
+    suite_path,
+    write_suite,
+)
 
-FAULT_KINDS = ("error", "timeout", "malformed", "partial", "empty")
 #: The shipped history the variant suite replays (the current version is the livestream suite).
 HISTORY_REVS = ("v1", "v2")
 #: ``--ifeval-prompts google/IFEval`` fetches the official prompts with ``datasets`` (online only).
@@ -36,7 +47,7 @@ Progress = Callable[[str, int, int], None]
 def _generate(n: int, seed: int, suite: str, **kwargs: Any) -> list[Case]:
     from harnessctl.sim.cases import generate_cases
 
-    return list(generate_cases(n, seed, suite=suite, **kwargs))
+    return list(generate_cases(n, seed, suite=suite, messages="eval", **kwargs))
 
 
 def _tag(case: Case, suite: str, prefix: str, *tags: str) -> Case:
@@ -63,17 +74,19 @@ def build_livestream(harness: Any, n: int = SIZES["livestream"], seed: int = SEE
 def build_variant(
     harness: Any, harness_path: str | Path, n: int = SIZES["variant"], seed: int = SEEDS["variant"], n_variants: int = 40
 ) -> list[SuiteItem]:
-    """Cases under held-out HSA variants (75 %) and under the shipped history's versions (25 %).
+    """Cases under held-out HSA variants (7/8) and under the shipped history's versions (1/8).
+    Each held-out variant also binds the reply constraints (see
+    :func:`~harnessctl.eval.variants.binding_constraints`).
 
     A variant case stores the variant's spec — seed, operators, strength, split — and is
     regenerated from it at eval time by :func:`harnessctl.eval.variants.regenerate_variant`.
     """
     from harnessctl.harness.store import HarnessStore
 
-    from .variants import OPERATOR_FAMILIES, variant_spec
+    from .variants import OPERATOR_FAMILIES, binding_constraints, variant_spec
 
     rng = random.Random(seed)
-    n_history = n // 4
+    n_history = n // 8
     n_hsa = n - n_history
     items: list[SuiteItem] = []
     # Held-out variants: one operator family each (so by-family scores say which kind of change
@@ -81,7 +94,8 @@ def build_variant(
     specs = []
     for i in range(n_variants):
         fams = [OPERATOR_FAMILIES[i % len(OPERATOR_FAMILIES)]] if i < n_variants // 2 else list(OPERATOR_FAMILIES)
-        specs.append(variant_spec(seed=seed * 1000 + i, ops=fams, strength=0.5 if len(fams) == 1 else 0.7))
+        vseed = seed * 1000 + i
+        specs.append(variant_spec(seed=vseed, ops=fams, strength=0.5 if len(fams) == 1 else 0.7, bind=binding_constraints(harness, vseed)))
     per_variant = n_hsa // n_variants
     cases = _generate(n_hsa, seed + 1, "variant")
     for i, c in enumerate(cases):
@@ -182,12 +196,16 @@ def build_all(
         path = write_suite(s, items, evals_dir)
         index["suites"][s] = {
             "version": f"{SUITE_FORMAT_VERSION}.{SEEDS[s]}",
+            "suites_version": SUITE_FORMAT_VERSION,
             "n": len(items),
             "seed": SEEDS[s],
             "source": "official IFEval prompts" if (s == "ifeval" and ifeval_prompts) else "generated",
             "sha256": file_sha256(path),
         }
     index["format_version"] = SUITE_FORMAT_VERSION
+    # Per suite its own; the whole set has one only when every suite was built at it.
+    versions = {str(v.get("suites_version", str(v.get("version", "")).split(".")[0])) for v in index["suites"].values()}
+    index["suites_version"] = versions.pop() if len(versions) == 1 else "mixed"
     index["suites"] = {k: index["suites"][k] for k in SUITES if k in index["suites"]}
     index_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(index_path, json.dumps(index, indent=2) + "\n")
@@ -210,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("pass --write to rebuild the files")
     index = build_all(args.evals_dir, harness_path=args.harness, suites=args.suite)
     for name, info in index["suites"].items():
-        print(f"{name}: {info['n']} cases, sha256 {info['sha256'][:12]} ({suite_path(name, args.evals_dir)})")  # noqa: T201 - a script
+        print(f"{name}: {info['n']} cases, sha256 {info['sha256'][:12]} ({suite_path(name, args.evals_dir)})")
     return 0
 
 

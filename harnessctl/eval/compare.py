@@ -5,7 +5,8 @@ Cases are paired by (suite, case id, repeat); the scores, the delta and its inte
 computed on the paired (shared) cases only, so two runs over different ``--limit`` values still
 compare like with like. A suite that only one run holds (e.g. ``ifeval``, which the oracle skips)
 is reported as such (``present_in`` "A" or "B", with why it was skipped when the run says) and is
-never a regression.
+never a regression. Runs made on different suites versions are not compared unless forced
+(:func:`check_suite_versions`): the same case id names a different case.
 
 >>> from harnessctl.eval.results import CaseResult
 >>> a = [CaseResult("livestream", f"c{i}", score=1.0, passed=True) for i in range(10)]
@@ -68,6 +69,44 @@ class Comparison:
             "run_a": self.run_a, "run_b": self.run_b, "threshold": self.threshold, "regression": self.regression,
             "suites": {k: v.to_dict() for k, v in self.suites.items()},
         }
+
+
+class SuiteVersionError(ValueError):
+    """Two runs were made on different versions of a suite (their cases are not the same)."""
+
+
+def suites_version(manifest: dict[str, Any], suite: str) -> str | None:
+    """The suites version a run's manifest records for ``suite`` (``"2"``); older manifests
+    carry it as the major part of the suite's ``version`` (``"1.51001"`` -> ``"1"``).
+
+    >>> suites_version({"suites": {"livestream": {"version": "1.51001"}}}, "livestream")
+    '1'
+    """
+    info = (manifest.get("suites") or {}).get(suite) or {}
+    if info.get("suites_version") is not None:
+        return str(info["suites_version"])
+    version = info.get("version")
+    return str(version).split(".", 1)[0] if version else None
+
+
+def check_suite_versions(manifest_a: dict[str, Any], manifest_b: dict[str, Any]) -> None:
+    """Raise :class:`SuiteVersionError` when a suite both runs hold was built at different
+    suites versions (``compare --force`` skips this check).
+
+    >>> check_suite_versions({"suites": {"variant": {"suites_version": "1"}}}, {"suites": {"variant": {"suites_version": "2"}}})
+    Traceback (most recent call last):
+    ...
+    harnessctl.eval.compare.SuiteVersionError: suite variant: run A used suites version 1, run B version 2; re-run A on the current suites (or pass --force to compare anyway)
+    """
+    shared = set(manifest_a.get("suites") or {}) & set(manifest_b.get("suites") or {})
+    problems = []
+    for s in sorted(shared):
+        va, vb = suites_version(manifest_a, s), suites_version(manifest_b, s)
+        if va is not None and vb is not None and va != vb:
+            older = "A" if va < vb else "B"
+            problems.append(f"suite {s}: run A used suites version {va}, run B version {vb}; re-run {older} on the current suites")
+    if problems:
+        raise SuiteVersionError("; ".join(problems) + " (or pass --force to compare anyway)")
 
 
 def _label(r: CaseResult) -> str:

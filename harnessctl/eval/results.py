@@ -14,11 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-RESULT_SCHEMA_VERSION = 1
+from harnessctl.sim.task import PASS_THRESHOLD  # noqa: F401 - used where a scorer gives no pass/fail of its own
 
-#: Used only when a scorer gives no pass/fail of its own (the simulator's scorer does: a total of
-#: at least 0.8 and no hard failure such as an invented number).
-PASS_THRESHOLD = 0.8
+RESULT_SCHEMA_VERSION = 1
 
 
 @dataclass

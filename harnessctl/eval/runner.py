@@ -160,7 +160,7 @@ class EvalOutcome:
 
 def skipped_suites(config: EvalConfig) -> dict[str, str]:
     """Suites a model cannot take: the oracle knows live-commerce cases, not general instructions."""
-    if config.model == "oracle" and "ifeval" in config.suites:
+    if (config.model == "oracle" or config.model.startswith("oracle-blind")) and "ifeval" in config.suites:
         return {"ifeval": "the oracle is the simulator's reference policy; it has no answers for general instructions"}
     return {}
 

@@ -14,7 +14,9 @@ left out, to keep files small) plus ``"harness"``: how to obtain the harness the
 under (absent: the harness under evaluation; ``{"kind": "rev", "rev": "v1"}``: a version from
 git; ``{"kind": "variant", "seed": .., "ops": [..], ...}``: a held-out HSA variant of it). A line
 of ``ifeval`` is an :class:`~harnessctl.eval.ifeval.IFEvalCase`. ``evals/suites.json`` records
-each suite's version, case count, build seed and SHA-256; a run's manifest copies it.
+the suites version and each suite's version, case count, build seed and SHA-256; a run's
+manifest copies it. Agent suites draw viewer messages from the held-out templates only
+(``generate_cases(..., messages="eval")``); training data draws from the others.
 
 Rebuild with ``harnessctl eval build-suites`` (or ``python -m harnessctl.eval.build --write``):
 same code and seeds, same bytes.
@@ -40,8 +42,11 @@ from .ifeval import IFEvalCase
 SUITES = ("livestream", "variant", "robustness", "ifeval")
 AGENT_SUITES = ("livestream", "variant", "robustness")
 INDEX = "suites.json"
-#: Bumped when the way suites are built changes (cases regenerate differently).
-SUITE_FORMAT_VERSION = "1"
+#: The suites version: bumped when the way suites are built changes (cases regenerate
+#: differently, so the same case id names another case). ``compare`` refuses runs of different
+#: versions. 2: facts matched by meaning, constraints that bind, real ``partial`` faults, held-out
+#: viewer messages, variants that bind their reply constraints, 1/8 history in ``variant``.
+SUITE_FORMAT_VERSION = "2"
 
 #: Build seeds, one per suite; suites never share a seed with each other or with training data
 #: (the augment room's training seeds start elsewhere and held-out variants use their own split).

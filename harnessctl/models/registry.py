@@ -1,6 +1,9 @@
 """Model strings -> backends, in one place.
 
 - ``oracle`` — the simulator's reference policy (:class:`harnessctl.sim.oracle.OracleModel`);
+- ``oracle-blind[:<harness folder>]`` — the same policy seeing only one reference harness's
+  surface (default ``harnesses/livecommerce``), whatever harness it runs under
+  (:class:`harnessctl.sim.oracle.OracleBlindModel`): the ceiling of a model that memorised it;
 - ``local:<path>`` — a checkpoint run in process (:class:`~harnessctl.models.local.LocalModel`);
 - anything else — a litellm provider string (:class:`~harnessctl.models.litellm_backend.LiteLLMModel`),
   e.g. ``openai/tiny`` with ``api_base="http://127.0.0.1:8000/v1"``.
@@ -27,6 +30,9 @@ from typing import Any
 from harnessctl.models.base import ModelBackend, ModelError
 
 ORACLE = "oracle"
+ORACLE_BLIND = "oracle-blind"
+#: The harness ``oracle-blind`` memorised unless told otherwise.
+BLIND_REFERENCE = Path("harnesses") / "livecommerce"
 MODEL_ENV = "HARNESSCTL_MODEL"
 #: Where the trained embedded default lives, relative to the project folder.
 DEFAULT_MODEL_DIR = Path(".harnessctl") / "models" / "default"
@@ -54,6 +60,10 @@ def resolve_model(
         from harnessctl.sim.oracle import OracleModel
 
         return OracleModel()
+    if spec == ORACLE_BLIND or spec.startswith(ORACLE_BLIND + ":"):
+        if api_base:
+            raise ModelError("--api-base is for served models; oracle-blind runs in process")
+        return _oracle_blind(spec[len(ORACLE_BLIND) + 1 :] or str(BLIND_REFERENCE))
     if spec.startswith("local:"):
         if api_base:
             raise ModelError("--api-base is for served models; local:<path> runs in process")
@@ -67,6 +77,18 @@ def resolve_model(
     return LiteLLMModel(
         spec, api_base=api_base, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=max_retries, extra=extra
     )
+
+
+def _oracle_blind(path: str) -> ModelBackend:
+    from harnessctl.harness import HarnessError, load_harness
+    from harnessctl.sim.oracle import OracleBlindModel
+
+    if not (Path(path) / "harness.yaml").is_file():
+        raise ModelError(f"oracle-blind: no harness at {path!r}; name the harness it memorised, e.g. oracle-blind:harnesses/livecommerce")
+    try:
+        return OracleBlindModel(load_harness(path))
+    except HarnessError as e:
+        raise ModelError(f"oracle-blind: {e}") from None
 
 
 def default_model_spec(*, environ: Mapping[str, str] | None = None, root: Path | None = None) -> str:

@@ -10,7 +10,7 @@ and the rubric that scores an episode.
 1.0
 """
 
-from .case import Case, CaseContext, ExpectedCall, Expectation
+from .case import Case, CaseContext, Expectation, ExpectedCall
 from .cases import (
     INTENT_SKILL,
     INTENTS,
@@ -22,14 +22,46 @@ from .cases import (
     import_query_log,
 )
 from .catalog import Catalog, CatalogError, import_catalog, load_catalog
+from .meaning import fact_kind, states
 from .oracle import OracleModel, OraclePolicy
-from .scorer import HARD_FAILURES, PASS_THRESHOLD, WEIGHTS, ScoreBreakdown, score_episode
-from .world import FAULT_KINDS, World
+from .scorer import (
+    HARD_FAILURES,
+    WEIGHTS,
+    ScoreBreakdown,
+    failure_entries,
+    score_episode,
+)
+from .task import FAULT_KINDS, PASS_THRESHOLD, RETRY_TRIGGERS
+from .world import World
 
 __all__ = [
-    "Case", "CaseContext", "Catalog", "CatalogError", "ExpectedCall", "Expectation", "FAULT_KINDS",
-    "HARD_FAILURES", "INTENTS", "INTENT_SKILL", "OracleModel", "OraclePolicy", "PASS_THRESHOLD",
-    "SKILL_FALLBACKS", "ScoreBreakdown", "WEIGHTS", "World", "case_from_query", "classify_intent",
-    "expectation_for", "generate_cases", "import_catalog", "import_query_log", "load_catalog",
+    "FAULT_KINDS",
+    "HARD_FAILURES",
+    "INTENTS",
+    "INTENT_SKILL",
+    "PASS_THRESHOLD",
+    "RETRY_TRIGGERS",
+    "SKILL_FALLBACKS",
+    "WEIGHTS",
+    "Case",
+    "CaseContext",
+    "Catalog",
+    "CatalogError",
+    "Expectation",
+    "ExpectedCall",
+    "OracleModel",
+    "OraclePolicy",
+    "ScoreBreakdown",
+    "World",
+    "case_from_query",
+    "classify_intent",
+    "expectation_for",
+    "fact_kind",
+    "failure_entries",
+    "generate_cases",
+    "import_catalog",
+    "import_query_log",
+    "load_catalog",
     "score_episode",
+    "states",
 ]

@@ -75,13 +75,16 @@ class Case:
     #: What the viewer's words pin down, read off the query (target product, region, order
     #: number, variant, height...). The oracle plans from these; scoring never reads them.
     slots: dict[str, Any] = field(default_factory=dict)
+    #: The message template the query was written from, ``"<kind>:<hash>"`` (None: not generated),
+    #: so the overlap between training data and the suites can be measured.
+    template: str | None = None
     schema_version: int = CASE_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Case":
+    def from_dict(cls, d: dict[str, Any]) -> Case:
         d = dict(d)
         ctx = d.get("context") or {}
         d["context"] = ctx if isinstance(ctx, CaseContext) else CaseContext(**ctx)

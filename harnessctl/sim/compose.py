@@ -81,12 +81,20 @@ def _live_price(pid: str, found: Findings) -> float | None:
     return None
 
 
-def _total(stock: dict[str, Any]) -> int:
+def _total(stock: dict[str, Any]) -> int | None:
     """Units left over every variant: the tool's own total (a sum written here would be a
-    number no tool gave)."""
+    number no tool gave); None when a partial result left it out."""
     if isinstance(stock.get("total"), int):
         return int(stock["total"])
+    if _incomplete(stock, "total", "variants"):
+        return None
     return sum(int(v.get("stock", 0)) for v in stock.get("variants") or [] if isinstance(v, dict))
+
+
+def _incomplete(result: dict[str, Any] | None, *keys: str) -> bool:
+    """Whether a partial result says any of ``keys`` is missing or cut short."""
+    missing = (result or {}).get("incomplete")
+    return isinstance(missing, list) and any(k in missing for k in keys)
 
 
 def _subject(name: str | None, fallback: str = "It") -> str:
@@ -227,6 +235,8 @@ def _stock(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
             return [f"Hurry, only {phrase} in {vname}! 🔥", f"Only {phrase} in {vname}!", f"{vname}: {phrase}"]
         return [f"Yes, {vname} is {phrase}! 🛍️", f"{vname} is {phrase}!"]
     total = _total(res)
+    if total is None:
+        return ["Let me check the stock for you, one moment!", "Checking stock!"]
     phrase = F.units_phrase(total)
     n = _subject(name, "It")
     if total <= 0:
@@ -244,6 +254,8 @@ def _size(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[s
     name = _subject(card.get("name") or _name(pid, ctx, found))
     guide = card.get("size_guide")
     height = slots.get("height_cm")
+    if _incomplete(card, "size_guide"):
+        return ["Let me check the full size guide for you, one moment!", "Checking the size guide!"]
     if isinstance(guide, list) and guide and height:
         size = F.size_for_height(guide, float(height))
         if size:
@@ -379,7 +391,8 @@ def _flash(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
     promos = found.promos.get(pid)
     name = _subject(_name(pid, ctx, found), "this one")
     stock = found.stock.get(pid)
-    left = F.left_phrase(_total(stock)) if stock and isinstance(stock.get("variants"), list) else None
+    total = _total(stock) if stock and isinstance(stock.get("variants"), list) else None
+    left = F.left_phrase(total) if total is not None else None
     if promos is None or "flash_sale" not in promos:
         if left:
             return [f"Let me check the flash price for you; {left} right now!", f"Checking the flash price, {left}!"]

@@ -35,8 +35,8 @@ from harnessctl.runtime.guards import banned_phrases, reply_char_limit
 from harnessctl.runtime.messages import is_viewer_message, parse_tool_content
 from harnessctl.runtime.record import ModelResponse, ToolCall
 from harnessctl.runtime.text import count_tokens
-from harnessctl.sim.cases import INTENT_SKILL, SKILL_FALLBACKS
 from harnessctl.sim.compose import Findings, choose_reply, compose
+from harnessctl.sim.task import INTENT_SKILL, SKILL_FALLBACKS, retry_trigger
 
 # Which result goes where in :class:`Findings`, by tool key.
 _FINDINGS_SLOT = {
@@ -66,13 +66,35 @@ class OracleModel:
     def __init__(self, *, think: bool = False) -> None:
         self.think = think
 
-    def for_episode(self, case: Any, harness: Any) -> "OraclePolicy":
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         if harness is None:
             raise ModelError("the oracle answers under a harness: for_episode(case, harness) needs one")
         return OraclePolicy(case, harness, think=self.think)
 
     def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
         raise ModelError("the oracle answers a known case: call for_episode(case, harness) and use what it returns")
+
+
+class OracleBlindModel(OracleModel):
+    """The ``oracle-blind`` model backend: the oracle's task knowledge, but it sees only the
+    surface of one reference harness (the shipped one) whatever harness it answers under — the
+    ceiling of a model that memorised its training harness. It calls the reference's tool and
+    skill names and fits its replies to the reference's constraints and banned phrases; the
+    runtime still runs the harness in force, so a renamed tool is an unknown tool to it and a
+    tightened constraint is one its replies break.
+
+    >>> blind = OracleBlindModel(load_harness("harnesses/livecommerce"))   # doctest: +SKIP
+    >>> run_episode(variant, case, blind.for_episode(case, variant))      # doctest: +SKIP
+    """
+
+    name = "oracle-blind"
+
+    def __init__(self, reference: Harness, *, think: bool = False) -> None:
+        super().__init__(think=think)
+        self.reference = reference
+
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
+        return _BlindPolicy(case, self.reference, think=self.think)
 
 
 class OraclePolicy:
@@ -100,7 +122,7 @@ class OraclePolicy:
         self._keys = {t.name: t.key for t in harness.tools}
         self._keys[harness.skill_loader.name] = harness.skill_loader.key
 
-    def for_episode(self, case: Any, harness: Any) -> "OraclePolicy":
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         return OraclePolicy(case, harness, think=self.think)
 
     # The decision ---------------------------------------------------------------------------
@@ -124,7 +146,7 @@ class OraclePolicy:
         reply = choose_reply(compose(self.intent, self.slots, context, found), limit=self.limit, max_emojis=self.max_emojis, banned=self.banned)
         return self._response(messages, self._think(f"{self.intent}: reply") + reply, [])
 
-    def _next_calls(self, state: "_State", turns_left: int, calls_left: int) -> list[tuple[str, dict[str, Any]]]:
+    def _next_calls(self, state: _State, turns_left: int, calls_left: int) -> list[tuple[str, dict[str, Any]]]:
         loader = self.h.skill_loader.name
         batch: list[tuple[str, dict[str, Any]]] = []
         to_load = [k for k in self.skills if k not in state.skills_loaded and k not in state.skills_tried]
@@ -147,7 +169,7 @@ class OraclePolicy:
             batch.append((self._names[call.tool], call.args))
         return batch[:calls_left]
 
-    def _status(self, call: PlannedCall, state: "_State") -> str:
+    def _status(self, call: PlannedCall, state: _State) -> str:
         sig = (call.tool, _canon(call.args))
         attempts = state.attempts.get(sig, [])
         if not attempts:
@@ -156,13 +178,13 @@ class OraclePolicy:
             return "done"
         last = attempts[-1]
         retry = self.h.hooks.retry
-        trigger = {"unknown_tool": "invalid_call"}.get(last, last)
+        trigger = retry_trigger(last)
         if trigger in retry.on and len(attempts) < max(1, int(retry.max_attempts)):
             return "retry"
         return "failed"
 
     # Reading the conversation ---------------------------------------------------------------
-    def _read(self, messages: list[dict[str, Any]]) -> "_State":
+    def _read(self, messages: list[dict[str, Any]]) -> _State:
         start = max((i for i, m in enumerate(messages) if is_viewer_message(m)), default=len(messages) - 1)
         state = _State()
         pending: dict[str, tuple[str | None, dict[str, Any]]] = {}
@@ -199,7 +221,7 @@ class OraclePolicy:
                     state.results.append((key, args, data))
         return state
 
-    def _findings(self, state: "_State") -> Findings:
+    def _findings(self, state: _State) -> Findings:
         found = Findings()
         for key, args, data in state.results:
             if not isinstance(data, dict):
@@ -337,3 +359,12 @@ def _slots_of(case: Any) -> dict[str, Any]:
 
 def _canon(args: Any) -> str:
     return json.dumps(args, sort_keys=True, default=str)
+
+
+class _BlindPolicy(OraclePolicy):
+    """An oracle policy that stays bound to its reference harness when rebound to a case."""
+
+    name = "oracle-blind"
+
+    def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
+        return _BlindPolicy(case, self.h, think=self.think)

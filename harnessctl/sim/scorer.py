@@ -46,7 +46,13 @@ from typing import Any
 from harnessctl.runtime.record import EpisodeRecord, Termination, ToolStep
 from harnessctl.runtime.text import count_emojis
 from harnessctl.sim.case import Case, ExpectedCall
-from harnessctl.sim.cases import SKILL_FALLBACKS
+from harnessctl.sim.meaning import states
+from harnessctl.sim.task import (
+    PASS_THRESHOLD,
+    SKILL_FALLBACKS,
+    WORLD_ERRORS,
+    retry_trigger,
+)
 
 WEIGHTS = {
     "correctness": 0.30,
@@ -59,11 +65,14 @@ WEIGHTS = {
 }
 #: Components that say whether the task was done; the others say how well it was conducted.
 TASK_COMPONENTS = ("correctness", "tool_rationality", "skill_selection")
-PASS_THRESHOLD = 0.8
-HARD_FAILURES = ("hallucinated_number", "forbidden_claim", "no_reply", "model_error")
+#: Failures that fail the case whatever the total. The constraint ones bind the model's own
+#: reply (before any guard repaired it) and its calls: a guard still protects the viewer, but a
+#: reply that needed it does not pass.
+HARD_FAILURES = (
+    "hallucinated_number", "forbidden_claim", "no_reply", "model_error",
+    "over_length", "too_many_emojis", "banned_phrase", "over_tool_budget",
+)
 LOADER_KEY = "load_skill"
-#: Errors the world causes (not the model): a call that failed this way was still a right call.
-WORLD_ERRORS = ("tool_error", "timeout", "empty_result")
 _MONEY_KEYS = ("price", "fee", "over", "spend", "amount", "cost", "total")
 
 
@@ -134,8 +143,78 @@ def score_episode(record: EpisodeRecord, case: Case, *, threshold: float = PASS_
         total=total,
         passed=total >= threshold and not hard,
         failures=failures,
-        details={"calls": {f"{c.call.tool}#{i}": c.status for i, c in enumerate(calls)}},
+        details={
+            "calls": {f"{c.call.tool}#{i}": c.status for i, c in enumerate(calls)},
+            "failure_entries": failure_entries(failures, case),
+        },
     )
+
+
+#: Failure kind -> (score component, element type, element key or None: the failure's own detail).
+_FAILURE_MAP: dict[str, tuple[str, str, str | None]] = {
+    "missing_fact": ("correctness", "tool", None),
+    "hallucinated_number": ("correctness", "skill", None),
+    "no_reply": ("correctness", "reply", None),
+    "model_error": ("correctness", "model", None),
+    "missing_call": ("tool_rationality", "tool", None),
+    "gave_up_early": ("tool_rationality", "hook", "retry"),
+    "retry_after_limit": ("tool_rationality", "hook", "retry"),
+    "unknown_tool": ("tool_rationality", "tool", None),
+    "invalid_args": ("tool_rationality", "tool", None),
+    "redundant_call": ("tool_rationality", "tool", None),
+    "unexpected_call": ("tool_rationality", "tool", None),
+    "off_skill_call": ("tool_rationality", "tool", None),
+    "malformed_tool_call": ("tool_rationality", "hook", "message"),
+    "skipped_skill": ("skill_selection", "skill", None),
+    "wrong_skill": ("skill_selection", "skill", None),
+    "extra_skill": ("skill_selection", "skill", None),
+    "late_skill": ("skill_selection", "skill", None),
+    "forbidden_claim": ("compliance", "skill", None),
+    "banned_phrase": ("compliance", "hook", "guards.banned_phrases"),
+    "over_length": ("constraints", "constraint", "max_reply_chars"),
+    "too_many_emojis": ("constraints", "constraint", "max_emojis"),
+    "guard_revise": ("constraints", "hook", None),
+    "over_tool_budget": ("constraints", "constraint", "max_tool_calls"),
+    "budget_exhausted": ("constraints", "constraint", None),
+    "over_think": ("reasoning", "constraint", "max_think_tokens"),
+}
+_BUDGET_CONSTRAINT = {"max_tool_calls": "max_tool_calls", "max_turns": "max_turns", "timeout": "case_timeout_s"}
+
+
+def failure_entries(failures: list[str], case: Case) -> list[dict[str, Any]]:
+    """The failures as plain entries ``{kind, component, element: {type, key}, detail, hard}``,
+    naming the harness element each one involves (skill, tool, hook or constraint key), so
+    failures can be grouped by kind, component and element.
+
+    >>> from harnessctl.sim.case import Expectation
+    >>> c = Case(id="c", intent="price", query="?", expect=Expectation(skill="price_promo", facts=["$1.00"],
+    ...          fact_sources={"$1.00": "product_details"}))
+    >>> failure_entries(["missing_fact:$1.00", "over_length"], c)[1]
+    {'kind': 'over_length', 'component': 'constraints', 'element': {'type': 'constraint', 'key': 'max_reply_chars'}, 'detail': None, 'hard': True}
+    """
+    skill = case.expect.skill
+    sources = case.expect.fact_sources or {}
+    out = []
+    for f in failures:
+        kind, _, detail = f.partition(":")
+        component, etype, key = _FAILURE_MAP.get(kind, ("correctness", "reply", None))
+        if key is None:
+            if kind == "missing_fact":
+                src = sources.get(detail)
+                etype, key = ("tool", src.split("@")[0]) if src else ("skill", skill)
+            elif kind in ("hallucinated_number", "forbidden_claim", "skipped_skill", "late_skill"):
+                key = skill
+            elif kind == "guard_revise":
+                key = f"guards.{detail}"
+            elif kind == "budget_exhausted":
+                key = _BUDGET_CONSTRAINT.get(detail, detail)
+            elif etype in ("tool", "skill"):
+                key = detail or None
+        out.append({
+            "kind": kind, "component": component, "element": {"type": etype, "key": key},
+            "detail": detail or None, "hard": kind in HARD_FAILURES,
+        })
+    return out
 
 
 # -- matching expected calls to what happened -------------------------------------------------
@@ -192,7 +271,7 @@ def _match_calls(record: EpisodeRecord, case: Case) -> list[_CallOutcome]:
             status = "ok"
         elif steps:
             last = steps[-1].error or ""
-            retriable = last in retry_on and world < max_attempts
+            retriable = retry_trigger(last) in retry_on and world < max_attempts
             status = "failed" if (not retriable or last == "retries_exhausted" or budget_spent) else "gave_up"
         else:
             status = "missing"
@@ -225,7 +304,6 @@ def _correctness(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], f
     if not reply.strip():
         failures.append("no_reply")
         return 0.0
-    low = reply.lower()
     did_its_part = all(c.status in ("ok", "failed", "excused", "optional") for c in calls)
     any_trouble = any(c.status in ("failed", "excused") for c in calls)
     sources = case.expect.fact_sources or {}
@@ -240,16 +318,26 @@ def _correctness(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], f
             return any_trouble and not sources
         key, _, pid = src.partition("@")
         mine = [c for c in calls if c.call.tool == key and (not pid or _same(c.call.args.get("product_id"), pid))]
+        results = [s.result for c in mine for s in c.steps if s.ok]
+        if any(_partial(r) for r in results):
+            # The world cut the result short (a ``partial`` fault): what it left out is excused.
+            return all(_partial(r) for r in results)
         if not any(c.status in ("failed", "excused") for c in mine):
             return False
-        return not _fact_in(fact, [s.result for c in mine for s in c.steps if s.ok])
+        return not _fact_in(fact, results)
+
+    names = _product_names(case)
+
+    def said(fact: str) -> bool:
+        """Stated by meaning, and of its own product where the fact belongs to one of several."""
+        _, _, pid = sources.get(fact, "").partition("@")
+        subject = names.get(pid) if pid else None
+        return states(fact, reply, subject=subject, others=list(names.values()) if subject else ())
 
     groups: list[list[str]] = [[f] for f in case.expect.facts] + [list(g) for g in case.expect.any_facts if g]
     got = 0.0
     for group in groups:
-        if any(f.lower() in low for f in group):
-            got += 1
-        elif all(excused(f) for f in group):
+        if any(said(f) for f in group) or all(excused(f) for f in group):
             got += 1
         else:
             failures.append(f"missing_fact:{group[0]}")
@@ -257,6 +345,15 @@ def _correctness(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], f
     invented = _invented_tokens(reply, record, case)
     failures += [f"hallucinated_number:{t}" for t in invented]
     return facts_score * max(0.0, 1.0 - 0.5 * len(invented))
+
+
+def _product_names(case: Case) -> dict[str, str]:
+    """Product id -> name, for the products the viewer can see (on screen and in the lineup)."""
+    ctx = case.context
+    names = {str(k): str(v) for k, v in (ctx.lineup or {}).items() if v}
+    if ctx.product_id and ctx.product_name:
+        names[str(ctx.product_id)] = str(ctx.product_name)
+    return names
 
 
 def _tool_rationality(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], failures: list[str]) -> float:
@@ -453,6 +550,8 @@ _CODE_RE = re.compile(r"(?<![\w@])(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Z
 _MONEY_RE = re.compile(r"\$\s?(\d+(?:[.,]\d+)?)")
 _NUM_RE = re.compile(r"\d+(?:\.\d+)?")
 _HANDLE_RE = re.compile(r"@[\w.]+")
+_ORDINAL_RE = re.compile(r"(?<![A-Za-z])(\d+)(?:st|nd|rd|th|am|pm)\b", re.IGNORECASE)
+_ISO_TIME_RE = re.compile(r"T(\d{2}):(\d{2})")
 
 
 def _fact_in(fact: str, results: list[Any]) -> bool:
@@ -478,10 +577,17 @@ def _fact_in(fact: str, results: list[Any]) -> bool:
     )
 
 
+def _partial(result: Any) -> bool:
+    """A result a ``partial`` fault cut short (it names what is missing under ``incomplete``)."""
+    return isinstance(result, dict) and bool(result.get("incomplete"))
+
+
 def _invented_tokens(reply: str, record: EpisodeRecord, case: Case) -> list[str]:
     numbers, money, words = _grounding(record, case)
     text = _HANDLE_RE.sub(" ", reply)
     invented: list[str] = []
+    # "17th", "9pm", "9:00 p.m.": a number with its reading, checked as the number.
+    text = _ORDINAL_RE.sub(r"\1 ", text)
     for m in _CODE_RE.finditer(text):
         if m.group(0).upper() not in words:
             invented.append(m.group(0))
@@ -529,6 +635,8 @@ def _collect(v: Any, key: str, numbers: set[float], money: set[float], words: se
     elif isinstance(v, str):
         for n in _NUM_RE.findall(v):
             numbers.add(float(n))
+        for h, _m in _ISO_TIME_RE.findall(v):
+            numbers.add(float(int(h) % 12 or 12))  # "21:00" may be said "9pm"
         for m in _MONEY_RE.findall(v):
             money.add(float(m.replace(",", "")))
         for w in re.findall(r"[A-Za-z0-9]+", v):

@@ -4,8 +4,10 @@ Faults come from the case's plan (``case.faults["stock_check"] = ["timeout", "ok
 call to that tool times out, the second works) or, where the plan says nothing, at random at
 ``fault_rates`` — seeded by ``(seed, case id, tool, call number)``, so an episode is replayable.
 
-Fault kinds: ``error`` (upstream failure), ``timeout``, ``malformed`` (a partial, cut-off
-payload that cannot be read: the runtime sees a tool error), ``empty`` (nothing back).
+Fault kinds (:data:`~harnessctl.sim.task.FAULT_KINDS`): ``error`` (upstream failure),
+``timeout``, ``malformed`` (a cut-off payload that cannot be read: the runtime sees a tool error),
+``partial`` (a readable result with fields missing and lists cut short, the missing fields named
+under ``"incomplete"``; see :func:`partial_result`) and ``empty`` (nothing back).
 
 >>> w = World(fault_rates=0.0)
 >>> w.call("sim.get_product", {"product_id": "P001"}, tool_key="product_details")["name"]
@@ -28,8 +30,10 @@ from typing import Any
 from harnessctl.harness.backends import get_backend
 from harnessctl.runtime.environment import MalformedResult, ToolError, ToolTimeout
 from harnessctl.sim.catalog import Catalog, load_catalog
+from harnessctl.sim.task import FAULT_KINDS
 
-FAULT_KINDS = ("error", "timeout", "malformed", "empty")
+#: Keys a partial result always keeps: what the result is about, not what it says.
+IDENTITY_KEYS = ("id", "product_id", "order_id", "name", "region", "code")
 
 
 class World:
@@ -103,7 +107,42 @@ class World:
             raise MalformedResult(f"{backend}: malformed payload (response cut off)", payload=text[: max(1, len(text) // 2)])
         if fault == "empty":
             return {}
+        if fault == "partial":
+            return partial_result(result)
         return result
+
+
+def partial_result(result: Any) -> Any:
+    """What a ``partial`` fault leaves of a tool result: the identity keys, then every other
+    field (the second, fourth, ... are dropped), lists among the kept fields cut to their first
+    half; the dropped and cut fields are named in ``"incomplete"``.
+
+    >>> partial_result({"region": "north", "days_min": 2, "days_max": 4, "fee": 4.99, "free_over": 49.0})
+    {'region': 'north', 'days_min': 2, 'fee': 4.99, 'incomplete': ['days_max', 'free_over']}
+    >>> partial_result({"product_id": "P1", "variants": [{"name": "S", "stock": 2}, {"name": "M", "stock": 0}]})
+    {'product_id': 'P1', 'variants': [{'name': 'S', 'stock': 2}], 'incomplete': ['variants']}
+    """
+    if not isinstance(result, dict):
+        if isinstance(result, list) and len(result) > 1:
+            return result[: len(result) // 2]
+        return result
+    out: dict[str, Any] = {}
+    missing: list[str] = []
+    rest = [k for k in result if k not in IDENTITY_KEYS]
+    for k, v in result.items():
+        if k in IDENTITY_KEYS:
+            out[k] = v
+            continue
+        if rest.index(k) % 2 == 1:
+            missing.append(k)
+            continue
+        if isinstance(v, list) and len(v) > 1:
+            out[k] = v[: len(v) // 2]
+            missing.append(k)
+        else:
+            out[k] = v
+    out["incomplete"] = missing
+    return out
 
 
 def _rates(rates: float | dict[str, float] | None) -> dict[str, float]:

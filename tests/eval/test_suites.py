@@ -46,10 +46,12 @@ def test_variant_cases_carry_the_spec_that_regenerates_their_harness(suites):
     items = suites["variant"]
     hsa = [i for i in items if (i.harness or {}).get("kind") == "variant"]
     history = [i for i in items if (i.harness or {}).get("kind") == "rev"]
-    assert len(hsa) >= 1000 and len(history) >= 300
+    assert len(hsa) >= 1300 and len(history) >= 150
     assert {i.harness["rev"] for i in history} == {"v1", "v2"}
     spec = hsa[0].harness
     assert spec["split"] == "heldout" and isinstance(spec["seed"], int) and spec["ops"]
+    # Every held-out variant binds its reply constraints near the floor the task allows.
+    assert all(60 <= i.harness["bind"]["max_reply_chars"] <= 70 and i.harness["bind"]["max_emojis"] == 0 for i in hsa)
     families = {f for i in hsa for f in i.families}
     assert families == {"op:skills", "op:skill_content", "op:tools", "op:prompt", "op:hooks"}
     # Regenerated twice from the spec: the same harness; and not the shipped one.
