@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "harnessctl.cli.run_cmds",  # run, serve, model init
     "harnessctl.cli.augment_cmds",  # augment
     "harnessctl.cli.eval_cmds",  # eval, compare, report, judge
+    "harnessctl.cli.train_cmds",  # train base|sft|distill|rl
 )
 
 for _name in COMMAND_MODULES:

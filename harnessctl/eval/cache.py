@@ -214,10 +214,13 @@ class EvalBackend:
 
     def for_episode(self, case: Any, harness: Any) -> "EvalBackend":
         """A wrapper bound to one episode, with its own call and hit counts. Binding a bound
-        wrapper again (the runtime does) returns it, so its counts are the episode's."""
+        wrapper again (the runtime does) returns it, so its counts are the episode's. The answer
+        key reaches the inner backend only when it is the oracle (see ``bind_model``)."""
+        from harnessctl.models.base import bind_model
+
         if self._bound:
             return self
-        bound = self.inner.for_episode(case, harness) if hasattr(self.inner, "for_episode") else self.inner
+        bound = bind_model(self.inner, case, harness)
         wrapped = EvalBackend(
             bound, cache=self.cache, api_base=self.api_base, retries=self.retries, backoff_s=self.backoff_s, identity=self.identity
         )

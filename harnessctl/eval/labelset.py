@@ -152,6 +152,10 @@ class DegradedModel:
         self.name = f"degraded:{kind}"
         self.cacheable = False
 
+    @property
+    def reads_answer_key(self) -> bool:
+        return bool(getattr(self.inner, "reads_answer_key", False))
+
     def for_episode(self, case: Any, harness: Any) -> "DegradedModel":
         return DegradedModel(self.inner.for_episode(case, harness), self.kind)
 

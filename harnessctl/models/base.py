@@ -15,11 +15,12 @@ ever sees this seam, so a trainer can drive the same agent loop with its own gen
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # the runtime package imports this module: no import cycle at run time
-    from harnessctl.runtime.record import ModelResponse
+from harnessctl.models.types import ModelResponse
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class ModelError(Exception):
 @runtime_checkable
 class ModelBackend(Protocol):
     """What the runtime calls. ``for_episode`` lets a backend bind to the case it answers and
-    the harness it answers under (only the oracle uses them; every other backend returns ``self``)."""
+    the harness it answers under. The runtime hands a backend the viewer's view of the case (no
+    answer key, see :func:`bind_model`) unless it sets ``reads_answer_key = True`` (the oracle)."""
 
     name: str
 
@@ -60,3 +62,46 @@ async def agenerate(
     if native is not None:
         return await native(messages, tools, settings)
     return await asyncio.to_thread(backend.generate, messages, tools, settings)
+
+
+#: Case fields that give the answer away: what a correct reply needs, the intent and slots the
+#: oracle plans from, the fault plan and the tags. A policy never sees them (:func:`viewer_view`).
+ANSWER_KEY_FIELDS = ("expect", "intent", "slots", "faults", "tags")
+
+
+def viewer_view(case: Any) -> Any:
+    """A copy of ``case`` with its answer key emptied: what a policy may know about the case
+    (its id, the viewer's words and on-screen context, its seed and variant).
+
+    >>> from harnessctl.sim.case import Case, Expectation
+    >>> viewer_view(Case(id="c1", intent="price", query="how much?", expect=Expectation(skill="price_promo"))).expect.skill is None
+    True
+    """
+    if case is None:
+        return None
+    if dataclasses.is_dataclass(case) and not isinstance(case, type):
+        names = {f.name for f in dataclasses.fields(case)}
+    else:
+        names = set(getattr(case, "__dict__", {}))
+    emptied = {f: type(getattr(case, f))() for f in ANSWER_KEY_FIELDS if f in names and getattr(case, f) is not None}
+    if not emptied:
+        return case
+    if dataclasses.is_dataclass(case) and not isinstance(case, type):
+        return dataclasses.replace(case, **emptied)
+    view = copy.copy(case)
+    for name, value in emptied.items():
+        setattr(view, name, value)
+    return view
+
+
+def bind_model(model: Any, case: Any, harness: Any) -> Any:
+    """The backend that answers ``case``: ``model.for_episode(...)`` when it has one, with the full
+    case only for a backend that declares ``reads_answer_key = True`` (the oracle and wrappers
+    around it); every other backend gets :func:`viewer_view` of the case.
+
+    >>> policy = bind_model(OracleModel(), case, harness)     # doctest: +SKIP
+    """
+    bind = getattr(model, "for_episode", None)
+    if bind is None:
+        return model
+    return bind(case if getattr(model, "reads_answer_key", False) else viewer_view(case), harness)

@@ -43,8 +43,8 @@ import warnings
 from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelError
-from harnessctl.runtime.record import ModelResponse, ToolCall
-from harnessctl.runtime.toolcall_text import parse_tool_calls
+from harnessctl.models.toolcall_text import parse_tool_calls
+from harnessctl.models.types import ModelResponse, ToolCall
 
 #: The key sent to a local server that needs none (OpenAI clients insist on one).
 DUMMY_API_KEY = "sk-local-no-key"

@@ -22,8 +22,8 @@ from typing import Any
 
 from harnessctl.models._quiet import quiet_transformers
 from harnessctl.models.base import GenerationSettings, ModelError
-from harnessctl.runtime.record import ModelResponse
-from harnessctl.runtime.toolcall_text import parse_tool_calls
+from harnessctl.models.toolcall_text import parse_tool_calls
+from harnessctl.models.types import ModelResponse
 
 PREFIX = "local:"
 #: Markers kept in decoded text even when a tokenizer lists them as special.

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Union
 
 from harnessctl.models.base import GenerationSettings, ModelError
-from harnessctl.runtime.record import ModelResponse
-from harnessctl.runtime.toolcall_text import parse_tool_calls
+from harnessctl.models.toolcall_text import parse_tool_calls
+from harnessctl.models.types import ModelResponse
 
 ScriptStep = Union[ModelResponse, str, Callable[[list[dict[str, Any]], list[dict[str, Any]]], Union[ModelResponse, str]]]
 

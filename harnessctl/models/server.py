@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelBackend, ModelError
-from harnessctl.runtime.record import ModelResponse
+from harnessctl.models.types import ModelResponse
 
 log = logging.getLogger(__name__)
 

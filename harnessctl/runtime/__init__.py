@@ -5,14 +5,22 @@
 >>> rec.termination, rec.skills_loaded, rec.reply      # doctest: +SKIP
 """
 
-from .environment import FunctionEnvironment, MalformedResult, ToolEnvironment, ToolError, ToolTimeout
+from .environment import (
+    FunctionEnvironment,
+    MalformedResult,
+    ToolEnvironment,
+    ToolError,
+    ToolTimeout,
+    environment_for,
+)
 from .guards import apply_guards, reply_char_limit
-from .loop import arun_episode, run_episode
+from .loop import Episode, ModelRequest, arun_episode, run_episode
 from .messages import format_tool_result, parse_tool_content, viewer_message
 from .record import EpisodeRecord, ModelResponse, ModelStep, Termination, ToolCall, ToolStep
 
 __all__ = [
-    "EpisodeRecord", "FunctionEnvironment", "MalformedResult", "ModelResponse", "ModelStep", "Termination",
-    "ToolCall", "ToolEnvironment", "ToolError", "ToolStep", "ToolTimeout", "apply_guards", "arun_episode",
+    "Episode", "EpisodeRecord", "FunctionEnvironment", "MalformedResult", "ModelRequest", "ModelResponse", "ModelStep",
+    "Termination",
+    "ToolCall", "ToolEnvironment", "ToolError", "ToolStep", "ToolTimeout", "apply_guards", "arun_episode", "environment_for",
     "format_tool_result", "parse_tool_content", "reply_char_limit", "run_episode", "viewer_message",
 ]

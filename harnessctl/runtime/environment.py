@@ -103,3 +103,17 @@ class FunctionEnvironment:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+
+def environment_for(case: Any) -> ToolEnvironment:
+    """The environment a case runs in when the caller passes none: the case's own
+    ``environment()`` (a simulator case builds a fresh world with its fault plan). The runtime
+    never imports the simulator; a case that cannot make one needs ``env=`` passed explicitly.
+
+    >>> environment_for(case)                          # doctest: +SKIP
+    <harnessctl.sim.world.World object at ...>
+    """
+    make = getattr(case, "environment", None)
+    if make is None:
+        raise ToolError(f"case {getattr(case, 'id', case)!r} brings no tool environment: pass env= to run the episode")
+    return make()

@@ -38,8 +38,9 @@ from typing import Any
 
 from harnessctl.harness.model import Harness
 from harnessctl.harness.render import RenderedHarness, fill_template, render_harness, render_skill
-from harnessctl.models.base import GenerationSettings, ModelError, agenerate
-from harnessctl.runtime.environment import ToolEnvironment, ToolError, ToolTimeout
+from harnessctl.models.base import GenerationSettings, ModelError, agenerate, bind_model
+from harnessctl.models.toolcall_text import parse_tool_calls
+from harnessctl.runtime.environment import ToolEnvironment, ToolError, ToolTimeout, environment_for
 from harnessctl.runtime.guards import apply_guards, banned_phrases, reply_char_limit
 from harnessctl.runtime.messages import (
     format_tool_error,
@@ -57,7 +58,6 @@ from harnessctl.runtime.record import (
     ToolStep,
 )
 from harnessctl.runtime.text import count_tokens, think_tokens, visible_text
-from harnessctl.runtime.toolcall_text import parse_tool_calls
 from harnessctl.runtime.validation import check_arguments
 
 #: Defaults when a harness does not set the budget constraints.
@@ -132,14 +132,83 @@ async def arun_episode(
         return stop.value
 
 
+class Episode:
+    """The loop one step at a time, for a caller that makes the model call itself (a trainer
+    batching generation, a server waiting on a client): :meth:`reset` gives the first
+    :class:`ModelRequest`, :meth:`step` takes the model's response (or the exception it raised)
+    and gives the next request or, at the end, the :class:`EpisodeRecord`.
+
+    >>> ep = Episode(harness, case, env=case.environment())          # doctest: +SKIP
+    >>> out = ep.reset()                                            # doctest: +SKIP
+    >>> while not isinstance(out, EpisodeRecord):                   # doctest: +SKIP
+    ...     out = ep.step(my_policy(out.messages, out.tools))
+    >>> ep.record.termination                                       # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        harness: Harness,
+        case: Any,
+        *,
+        env: ToolEnvironment | None = None,
+        settings: GenerationSettings | None = None,
+        rendered: RenderedHarness | None = None,
+        model_name: str = "policy",
+        deadline_s: float | None = None,
+        on_step: StepCallback | None = None,
+    ) -> None:
+        self._episode = _Episode(harness, case, None, env, settings, rendered, deadline_s, on_step)
+        self._episode.rec.model = model_name
+        self._steps = self._episode.run()
+        self._pending_t0 = 0.0
+        self.record: EpisodeRecord | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.record is not None
+
+    @property
+    def env(self) -> ToolEnvironment | None:
+        return self._episode.env
+
+    def reset(self) -> ModelRequest | EpisodeRecord:
+        """Start the episode: the first request (or the record, when it ends before any call)."""
+        return self._advance(lambda: next(self._steps))
+
+    def step(self, response: ModelResponse | BaseException, latency_s: float | None = None) -> ModelRequest | EpisodeRecord:
+        """Feed the model's answer to the last request; returns the next request or the record."""
+        if self.record is not None:
+            raise RuntimeError("the episode is over: read .record")
+        took = latency_s if latency_s is not None else time.perf_counter() - self._pending_t0
+        if isinstance(response, BaseException):
+            outcome = _Outcome(None, _error_text(response), took)
+        else:
+            outcome = _check_response(response, took)
+        return self._advance(lambda: self._steps.send(outcome))
+
+    def _advance(self, move: Callable[[], ModelRequest]) -> ModelRequest | EpisodeRecord:
+        try:
+            request = move()
+        except StopIteration as stop:
+            self.record = stop.value
+            return stop.value
+        self._pending_t0 = time.perf_counter()
+        return request
+
+
 # -- model call drivers ------------------------------------------------------------------------
 
 
 @dataclass
-class _Request:
+class ModelRequest:
+    """What the loop asks the model for next: the conversation so far, the tools, the settings."""
+
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     settings: GenerationSettings
+
+
+_Request = ModelRequest
 
 
 @dataclass
@@ -239,11 +308,9 @@ class _Episode:
         messages.append(viewer_message(self.case))
         rec.messages = messages
         try:
-            self.policy = self.model.for_episode(self.case, self.h) if hasattr(self.model, "for_episode") else self.model
+            self.policy = bind_model(self.model, self.case, self.h) if self.model is not None else None
             if self.env is None:
-                from harnessctl.sim.world import World
-
-                self.env = World(case=self.case, seed=int(getattr(self.case, "seed", 0) or 0))
+                self.env = environment_for(self.case)
         except Exception as e:  # noqa: BLE001 - binding the model is part of calling it
             rec.model_steps.append(ModelStep(turn=1, latency_s=0.0, error=_error_text(e)))
             return self._finish(Termination.MODEL_ERROR)

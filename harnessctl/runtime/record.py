@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+from harnessctl.models.types import ModelResponse, ToolCall  # noqa: F401 - their home is models/; old imports keep working
+
 RECORD_SCHEMA_VERSION = 1
 
 
@@ -25,35 +27,6 @@ class Termination(str, Enum):
     MAX_TOOL_CALLS = "max_tool_calls"  # the tool-call budget ran out
     MODEL_ERROR = "model_error"  # the model backend failed (after its retries)
     TIMEOUT = "timeout"  # the whole episode ran past its deadline
-
-
-@dataclass
-class ToolCall:
-    """A tool call as the model made it (by surface name). ``arguments`` is the parsed JSON
-    object, or ``None`` when the model's argument text did not parse (kept in ``raw_arguments``)."""
-
-    name: str
-    arguments: dict[str, Any] | None
-    id: str = ""
-    raw_arguments: str = ""
-
-
-@dataclass
-class ModelResponse:
-    """One model turn. ``prompt_token_ids``/``completion_token_ids``/``logprobs`` are filled by
-    backends that know them (a trainer's generate function does; RL needs them)."""
-
-    content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str = "stop"
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    prompt_token_ids: list[int] | None = None
-    completion_token_ids: list[int] | None = None
-    logprobs: list[float] | None = None
-    #: Malformed tool-call text found in the content (parsed out, recorded for scoring).
-    parse_errors: list[str] = field(default_factory=list)
 
 
 @dataclass

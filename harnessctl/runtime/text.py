@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from harnessctl.runtime.toolcall_text import split_think
+from harnessctl.models.toolcall_text import split_think
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 # Pictographs, symbols and flags; skin-tone modifiers and joiners belong to the emoji before them.

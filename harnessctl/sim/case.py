@@ -83,6 +83,13 @@ class Case:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def environment(self) -> Any:
+        """A fresh simulated world for this case, its fault plan included: the tool environment
+        the runtime uses when its caller passes none (the runtime never imports the simulator)."""
+        from harnessctl.sim.world import World
+
+        return World(case=self, seed=int(self.seed or 0))
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Case:
         d = dict(d)

@@ -62,6 +62,8 @@ class OracleModel:
     """
 
     name = "oracle"
+    #: The oracle plans from the case's answer key: the runtime binds it to the full case.
+    reads_answer_key = True
 
     def __init__(self, *, think: bool = False) -> None:
         self.think = think
@@ -121,6 +123,8 @@ class OraclePolicy:
         self._names = {t.key: t.name for t in harness.tools}
         self._keys = {t.name: t.key for t in harness.tools}
         self._keys[harness.skill_loader.name] = harness.skill_loader.key
+
+    reads_answer_key = True
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         return OraclePolicy(case, harness, think=self.think)

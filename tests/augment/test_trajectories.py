@@ -123,6 +123,7 @@ class _SloppyTeacher:
     """The oracle, except that on every third case it makes up a price."""
 
     name = "sloppy"
+    reads_answer_key = True  # built on the oracle, so it plans from the case's answer key
 
     def for_episode(self, case, harness):
         from harnessctl.sim.oracle import OracleModel

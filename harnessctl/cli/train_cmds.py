@@ -1,0 +1,132 @@
+"""``harnessctl train base|sft|distill|rl``: the bundled trainer's stages (HAT), a thin layer over
+:mod:`trainer` (imported inside the command: torch, transformers and TRL stay optional).
+
+Every config field can be set: the common ones have options, any other with ``--set FIELD=VALUE``
+(repeatable); ``--config FILE`` (or a shipped name such as ``tiny-cpu``) sets them first.
+``--resume`` continues from the last checkpoint under ``--out``; Ctrl-C writes a resumable checkpoint
+and exits 130; ``--eval livestream,variant --eval-limit N`` evaluates the result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from .output import CLIError, cli_errors, err, out, print_json
+
+train_app = typer.Typer(help="Train the compact model: the HAT stages on TRL (base, sft, distill, rl).", no_args_is_help=True)
+
+ConfigOpt = Annotated[Optional[str], typer.Option("--config", "-c", help="Config file, or a shipped one: tiny-cpu, lora-8b-1gpu, multi-gpu.")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH works too).")]
+StepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Optimizer steps.")]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Seed of data order, sampling and initialisation.")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Any config field: --set learning_rate=1e-4 (repeatable).")]
+ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint under --out.")]
+EvalOpt = Annotated[Optional[str], typer.Option("--eval", help="Suites to evaluate at the end, e.g. livestream,variant.")]
+EvalLimitOpt = Annotated[Optional[int], typer.Option("--eval-limit", min=1, help="Cases per suite in the final evaluation.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the final summary as one JSON object on stdout.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(train_app, name="train")
+    train_app.command("base")(base)
+    train_app.command("sft")(sft)
+    train_app.command("distill")(distill)
+    train_app.command("rl")(rl)
+
+
+def base(
+    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
+    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Stage 0: a base model from scratch on the general corpus (skipped with a pretrained model)."""
+    _train("base", config, set_, resume, as_json, out=out_dir, model=model, max_steps=max_steps, seed=seed,
+           eval_suites=eval_suites, eval_limit=eval_limit)
+
+
+def sft(
+    data: Annotated[Optional[Path], typer.Option("--data", "-d", help="Dataset folder from `augment --trajectories`.")] = None,
+    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
+    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Stage 1 (HSA-SFT): assistant-only SFT on harness-augmented trajectories."""
+    _train("sft", config, set_, resume, as_json, data=data, out=out_dir, model=model, max_steps=max_steps, seed=seed,
+           eval_suites=eval_suites, eval_limit=eval_limit)
+
+
+def distill(
+    teacher: Annotated[Optional[str], typer.Option("--teacher", "-t", help="Teacher: the base checkpoint before domain training.")] = None,
+    prompts: Annotated[Optional[Path], typer.Option("--prompts", help="JSONL of general prompts (default: the project's own).")] = None,
+    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
+    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Stage 2: on-policy distillation (reverse KL) to the base model on general prompts."""
+    _train("distill", config, set_, resume, as_json, teacher=teacher, prompts=prompts, out=out_dir, model=model,
+           max_steps=max_steps, seed=seed, eval_suites=eval_suites, eval_limit=eval_limit)
+
+
+def rl(
+    no_hsa: Annotated[bool, typer.Option("--no-hsa", help="Ablation: every episode under the harness itself.")] = False,
+    harness: Annotated[Optional[Path], typer.Option("--harness", "-H", help="Harness folder the episodes run under.")] = None,
+    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
+    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Stage 3 (HSA-RL): GRPO over whole simulator episodes, a fresh harness variant per prompt group."""
+    _train("rl", config, set_, resume, as_json, hsa=False if no_hsa else None, harness=harness, out=out_dir,
+           model=model, max_steps=max_steps, seed=seed, eval_suites=eval_suites, eval_limit=eval_limit)
+
+
+def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
+    with cli_errors():
+        try:
+            from trainer.common import TrainError
+            from trainer.config import ConfigError, load_config
+            from trainer.stages import run_stage
+        except ImportError as e:
+            raise CLIError(f"the trainer needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'") from None
+        overrides: dict[str, Any] = {}
+        for item in sets or []:
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise CLIError(f"--set {item!r}: write FIELD=VALUE, e.g. --set learning_rate=1e-4")
+            overrides[key.strip()] = value
+        overrides.update({k: (str(v).removeprefix("local:") if k in ("model", "teacher") else str(v))
+                          for k, v in options.items() if v is not None})
+        try:
+            cfg = load_config(stage, config, overrides)
+            result = run_stage(stage, cfg, resume=resume, progress=not as_json)
+        except (ConfigError, TrainError) as e:
+            raise CLIError(str(e)) from None
+    summary = result.to_dict()
+    log = summary.pop("log", [])
+    if as_json:
+        print_json(summary)
+    else:
+        _print_summary(result, log)
+    if result.interrupted:
+        err.print(f"[yellow]interrupted:[/] checkpoint {result.checkpoint}; continue with the same command and --resume")
+        raise typer.Exit(130)
+
+
+def _print_summary(result: Any, log: list[dict[str, float]]) -> None:
+    table = Table(title=f"train {result.stage}", show_header=False, box=None)
+    table.add_row("steps", str(result.steps))
+    table.add_row("time", f"{result.seconds:.1f} s")
+    table.add_row("tokens/s", f"{result.tokens_per_s:.0f}")
+    for key in ("loss", "reward", "grad_norm"):
+        if key in result.metrics:
+            table.add_row(key, f"{result.metrics[key]:.4g}")
+    for key, value in result.extra.items():
+        table.add_row(key.replace("_", " "), str(value))
+    for suite, score in (result.eval.get("scores") or {}).items():
+        table.add_row(f"eval {suite}", f"{score:.1f}" if isinstance(score, (int, float)) else str(score))
+    table.add_row("model", f"local:{result.out}")
+    out.print(table)

@@ -1,0 +1,111 @@
+"""Configs, datasets and the general corpus: fast checks that need no training."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainer.config import CONFIG_DIR, STAGES, ConfigError, RLStageConfig, SFTStageConfig, field_help, load_config
+from trainer.data import plan_lengths, read_chat_rows, token_lengths
+from trainer.general_corpus import TOPICS, general_prompts, general_rows
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_config_layers_defaults_then_file_then_stage_section_then_overrides(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("learning_rate: 0.01\nmax_steps: 7\nsft:\n  max_steps: 9\n  packing: true\nrl:\n  num_generations: 8\n")
+    sft = load_config("sft", f, {"max_steps": "11"})
+    assert (sft.learning_rate, sft.max_steps, sft.packing, sft.seed) == (0.01, 11, True, 0)
+    rl = load_config("rl", f, {"reward_weights": '{"correctness": 1.0}', "hsa": "false", "per_device_batch_size": "8"})
+    assert rl.max_steps == 7 and rl.num_generations == 8 and rl.reward_weights == {"correctness": 1.0} and rl.hsa is False
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")))
+def test_every_shipped_config_loads_for_every_stage(name):
+    for stage in STAGES:
+        assert load_config(stage, name, {"out": "o"}).stage == stage
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: SFTStageConfig(max_steps=0), "max_steps must be at least 1"),
+        (lambda: SFTStageConfig(precision="fp8"), "precision must be auto, bf16, fp16 or fp32"),
+        (lambda: SFTStageConfig(eval_suites="livestream,nope"), "unknown suite 'nope'"),
+        (lambda: RLStageConfig(per_device_batch_size=6, num_generations=4), "set per_device_batch_size=8"),
+        (lambda: RLStageConfig(reward_weights={"charm": 1.0}), "unknown component 'charm'"),
+        (lambda: load_config("sft", None, {"max_steps": "2.5"}), "expected a whole number"),
+        (lambda: load_config("sft", None, {"packing": "maybe"}), "expected true or false"),
+    ],
+)
+def test_bad_config_values_say_what_to_change(build, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build()
+
+
+def test_every_field_has_help_text():
+    for stage in STAGES:
+        assert all(text for _, text, _ in field_help(stage)), stage
+
+
+def test_max_length_is_sized_from_the_data_and_cut_rows_are_counted_before_training(trajectories_dir, tiny_model_path):
+    from transformers import AutoTokenizer
+
+    rows = read_chat_rows(trajectories_dir, "train")
+    lengths = token_lengths(rows, AutoTokenizer.from_pretrained(tiny_model_path))
+    plan = plan_lengths(lengths, requested=0, max_positions=4096, max_share=0.0)
+    assert plan.over == 0 and plan.longest == max(lengths) and plan.max_length % 64 == 0
+    assert plan.max_length - 64 < max(lengths) <= plan.max_length
+    short = sorted(lengths)[len(lengths) // 2]
+    with pytest.raises(Exception, match=r"rows .* are longer than max_length .* raise max_length to"):
+        plan_lengths(lengths, requested=short, max_positions=4096, max_share=0.02)
+    assert plan_lengths(lengths, requested=short, max_positions=4096, max_share=1.0).over >= len(lengths) // 2 - 1
+
+
+def test_the_general_corpus_answers_satisfy_the_ifeval_checkers():
+    from harnessctl.eval.ifeval import IFEvalCase, score_response
+
+    rows = general_rows(300, seed=5)
+    checked = [r for r in rows if "check" in r["meta"]]
+    assert len(checked) > 80 and {r["meta"]["kind"] for r in rows} == {"instruction", "chat", "tool_use"}
+    kinds = {r["meta"]["check"]["instruction_id_list"][0] for r in checked}
+    assert len(kinds) >= 8
+    for r in checked:
+        c = r["meta"]["check"]
+        case = IFEvalCase("x", r["messages"][0]["content"], c["instruction_id_list"], c["kwargs"])
+        assert score_response(case, r["messages"][1]["content"]).prompt_strict, r
+
+
+def test_the_general_corpus_is_disjoint_from_every_eval_suite():
+    suite_texts = []
+    for path in (REPO / "evals").glob("*.jsonl"):
+        if path.name == "labels.jsonl":
+            continue
+        for line in path.read_text().splitlines():
+            d = json.loads(line)
+            suite_texts += [str(d.get(k, "")) for k in ("prompt", "query", "base") if d.get(k)]
+    suites = set(suite_texts)
+    joined = "\n".join(suite_texts).lower()
+    rows = general_rows(2000, seed=0)
+    prompts = {m["content"] for r in rows for m in r["messages"] if m["role"] == "user"} | set(general_prompts(500))
+    assert not prompts & suites
+    assert not [t for t in TOPICS if t in joined]  # not even the topics appear in an eval prompt
+
+
+def test_tool_use_rows_render_with_the_tiny_template_and_name_a_listed_tool(tiny_model_path):
+    from transformers import AutoTokenizer
+
+    from trainer.data import check_row
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+    rows = [r for r in general_rows(200, seed=1) if r["meta"]["kind"] == "tool_use"]
+    assert any(r["meta"]["canonical"] for r in rows) and not all(r["meta"]["canonical"] for r in rows)
+    for r in rows[:20]:
+        listed = {t["function"]["name"] for t in r["tools"]}
+        called = {c["function"]["name"] for m in r["messages"] for c in m.get("tool_calls", [])}
+        assert called and called <= listed
+        row = check_row(r, "row")
+        assert token_lengths([row], tokenizer)[0] < 512

@@ -1,0 +1,117 @@
+"""Each stage runs a few steps on the tiny model; its checkpoint changed, carries its manifest,
+reloads as ``local:PATH``, serves, evaluates, and resumes after an interruption."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.trainer.conftest import weights_differ
+
+
+def test_sft_changes_the_weights_and_writes_a_manifest_beside_every_checkpoint(sft_run, tiny_model_path, trajectories_dir):
+    cfg, result = sft_run
+    out = Path(result.out)
+    assert result.steps == 4 and not result.interrupted and result.tokens > 0 and result.tokens_per_s > 0
+    assert weights_differ(out, tiny_model_path) > 0
+    assert result.extra["rows_dropped"] == 0 and result.extra["max_length"] >= result.extra["longest_row"]
+    for folder in (out, out / "checkpoint-2", out / "checkpoint-4"):
+        manifest = json.loads((folder / "train.json").read_text())
+        assert manifest["stage"] == "sft" and manifest["parent"] == str(tiny_model_path)
+        assert len(manifest["data_hash"]) == 64 and manifest["config"]["data"] == str(trajectories_dir)
+        assert {"torch", "transformers", "trl"} <= set(manifest["packages"])
+    losses = [row["loss"] for row in result.log]
+    assert len(losses) == 4 and all(loss > 0 for loss in losses)
+
+
+def test_the_sft_checkpoint_loads_as_local_serves_and_evaluates(sft_run, livecommerce):
+    from harnessctl.eval.runner import EvalConfig, run_eval
+    from harnessctl.models.base import GenerationSettings
+    from harnessctl.models.local import LocalModel
+    from harnessctl.models.server import serve_in_background
+    from trainer.common import evaluate
+
+    cfg, result = sft_run
+    model = LocalModel(f"local:{result.out}")
+    reply = model.generate([{"role": "user", "content": "hi"}], [], GenerationSettings(max_tokens=8))
+    assert 1 <= len(reply.completion_token_ids) <= 8
+    scores = evaluate(result.out, cfg, suites="livestream", limit=2)
+    assert 0.0 <= scores["scores"]["livestream"] <= 100.0 and Path(scores["run"]).is_dir()
+    url, stop = serve_in_background(model, model_name="sft")
+    try:
+        outcome = run_eval(EvalConfig(suites=["livestream"], model="openai/sft", api_base=url, limit=2, jobs=1,
+                                      cache=False, runs_dir=str(Path(result.out) / "served-runs"), max_tokens=16))
+    finally:
+        stop()
+    summary = outcome.summary["suites"]["livestream"]
+    assert summary["n"] == 2 and summary.get("errors", 0) == 0
+
+
+def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(tiny_model_path, trajectories_dir, tmp_path, monkeypatch):
+    from transformers import TrainerCallback
+
+    import trainer.common as common
+    from trainer.config import load_config
+    from trainer.sft import train_sft
+
+    class PressCtrlC(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == 1:
+                os.kill(os.getpid(), signal.SIGINT)  # as a terminal would, mid-step
+
+    original = common._callbacks
+    monkeypatch.setattr(common, "_callbacks", lambda *a, **k: original(*a, **k) + [PressCtrlC()])
+    overrides = {"model": str(tiny_model_path), "data": str(trajectories_dir), "out": str(tmp_path / "m"),
+                 "max_steps": 3, "per_device_batch_size": 2, "save_steps": 100, "logging_steps": 1}
+    first = train_sft(load_config("sft", "tiny-cpu", overrides), progress=False)
+    assert first.interrupted and first.steps == 2 and first.checkpoint.endswith("checkpoint-2")
+    assert (Path(first.checkpoint) / "train.json").is_file() and not (tmp_path / "m" / "model.safetensors").exists()
+    monkeypatch.setattr(common, "_callbacks", original)
+    from trainer.common import TrainError
+
+    with pytest.raises(TrainError, match="--resume"):
+        train_sft(load_config("sft", "tiny-cpu", overrides), progress=False)
+    second = train_sft(load_config("sft", "tiny-cpu", overrides), resume=True, progress=False)
+    assert not second.interrupted and second.steps == 3 and second.resumed_from.endswith("checkpoint-2")
+    assert (tmp_path / "m" / "model.safetensors").is_file()
+
+
+def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path):
+    from trainer.base import train_base
+    from trainer.config import load_config
+
+    cfg = load_config("base", "tiny-cpu", {"out": str(tmp_path / "base"), "rows": 40, "max_steps": 2,
+                                           "per_device_batch_size": 4, "logging_steps": 1, "save_steps": 100})
+    result = train_base(cfg, progress=False)
+    assert result.steps == 2 and result.extra["rows"] == 40
+    assert weights_differ(tmp_path / "base", tmp_path / "base" / "init") > 0
+    manifest = json.loads((tmp_path / "base" / "train.json").read_text())
+    assert manifest["stage"] == "base" and manifest["parent"].endswith("init")
+
+
+def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_another(sft_run, tiny_model_path, tmp_path):
+    import shutil
+
+    from trainer.common import TrainError
+    from trainer.config import load_config
+    from trainer.distill import train_distill
+
+    _, sft = sft_run
+    base = {"model": sft.out, "teacher": str(tiny_model_path), "n_prompts": 16, "max_steps": 2,
+            "per_device_batch_size": 4, "max_completion_length": 16, "eval_suites": "", "logging_steps": 1,
+            "save_steps": 100}
+    result = train_distill(load_config("distill", "tiny-cpu", {**base, "out": str(tmp_path / "d")}), progress=False)
+    assert result.steps == 2 and weights_differ(tmp_path / "d", Path(sft.out)) > 0
+    assert json.loads((tmp_path / "d" / "train.json").read_text())["teacher"] == str(tiny_model_path)
+
+    other = tmp_path / "other-teacher"
+    shutil.copytree(tiny_model_path, other)
+    tok = json.loads((other / "tokenizer.json").read_text())
+    tok["model"]["vocab"]["zzqx_new_token"] = len(tok["model"]["vocab"]) + 100
+    (other / "tokenizer.json").write_text(json.dumps(tok))
+    with pytest.raises(TrainError, match="another vocabulary"):
+        train_distill(load_config("distill", "tiny-cpu", {**base, "teacher": str(other), "out": str(tmp_path / "e")}))

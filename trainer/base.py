@@ -1,0 +1,58 @@
+"""Stage 0, for a model built from scratch: give it what a pretrained base model has — general
+instruction following and the tool-call form — by supervised training on the project's general
+corpus (:mod:`trainer.general_corpus`: IFEval-kind instructions on general topics, plain chat,
+generic tool use with unrelated tools). Its output is the teacher of stage 2 and the starting
+point of stage 1. With a real pretrained checkpoint this stage is skipped.
+
+>>> cfg = load_config("base", "tiny-cpu", {"out": "out/base"})   # doctest: +SKIP
+>>> train_base(cfg).out                                          # doctest: +SKIP
+'out/base'
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from trainer.common import TrainResult, load_model, prepare_out, run_trainer, setup, text_hash
+from trainer.config import BaseStageConfig
+from trainer.general_corpus import general_rows
+from trainer.sft import fit_rows, sft_trainer
+
+
+def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
+    """Run stage 0: build the tiny model when ``cfg.model`` is empty, then train it on the corpus."""
+    from trainer.common import TrainError, finish
+
+    setup(cfg)
+    resume_from = prepare_out(cfg, resume)
+    parent = cfg.model
+    if not parent:
+        parent = str(Path(cfg.out) / "init")
+        if not (Path(parent) / "config.json").is_file():
+            from harnessctl.harness import load_harness
+            from harnessctl.harness.errors import HarnessError
+            from harnessctl.models.tiny import build_tiny_model
+
+            try:
+                harness = load_harness(cfg.harness, validate=False)
+            except (HarnessError, OSError) as e:
+                raise TrainError(f"--harness {cfg.harness}: {e}") from None
+            build_tiny_model(parent, harness)
+    model, tokenizer = load_model(parent, cfg, what="--model")
+    rows = general_rows(cfg.rows, seed=cfg.seed)
+    kept, info = fit_rows(rows, tokenizer, model, cfg.max_length, max_share=0.0)
+    trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"])
+    corpus_hash = text_hash(json.dumps(rows, sort_keys=True))
+    result = run_trainer(
+        trainer, cfg, parent=parent, data_hash=corpus_hash, resume_from=resume_from, progress=progress,
+        extra_manifest={"data": f"general corpus, {cfg.rows} rows, seed {cfg.seed}", **info},
+    )
+    result.extra.update(info)
+    return finish(result, cfg)
+
+
+if __name__ == "__main__":
+    from trainer.cli import main
+
+    main("base")

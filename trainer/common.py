@@ -1,0 +1,489 @@
+"""What every stage does around TRL's trainer: devices and precision, seeds, LoRA, checkpoints and
+``--resume``, Ctrl-C, progress, the ``train.json`` manifest, the summary and the final evaluation.
+
+A stage module builds its TRL trainer and hands it to :func:`run_trainer`:
+
+>>> result = run_trainer(trainer, cfg, parent=cfg.model, data_hash=h)   # doctest: +SKIP
+>>> result.out, result.steps, result.interrupted                       # doctest: +SKIP
+('out/sft', 40, False)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from trainer.config import TrainConfig
+
+MANIFEST = "train.json"
+MANIFEST_VERSION = 1
+_PACKAGES = ("harnessctl", "torch", "transformers", "trl", "accelerate", "peft", "datasets", "tokenizers")
+
+
+class TrainError(ValueError):
+    """Bad input to a stage (a dataset, a model folder, a config value): the message names it and
+    says what to do. The command line prints it and exits 2."""
+
+
+@dataclass
+class TrainResult:
+    """What a stage run did (``--json`` prints it)."""
+
+    stage: str
+    out: str
+    steps: int
+    seconds: float
+    tokens: int
+    tokens_per_s: float
+    metrics: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
+    resumed_from: str | None = None
+    checkpoint: str | None = None
+    log: list[dict[str, float]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    eval: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+
+def check_checkpoint(path: str | Path, what: str = "--model") -> Path:
+    """``path`` as a loadable checkpoint folder, or a :class:`TrainError` saying what is missing.
+
+    >>> check_checkpoint("README.md")
+    Traceback (most recent call last):
+    ...
+    trainer.common.TrainError: --model README.md: not a folder; pass a checkpoint folder (config.json, weights, tokenizer)
+    """
+    p = Path(str(path).removeprefix("local:")).expanduser()
+    if not str(path):
+        raise TrainError(f"{what}: no checkpoint given; pass a folder written by `harnessctl model init` or a stage")
+    if not p.exists():
+        raise TrainError(f"{what} {path}: no such folder")
+    if not p.is_dir():
+        raise TrainError(f"{what} {path}: not a folder; pass a checkpoint folder (config.json, weights, tokenizer)")
+    missing = [n for n in ("config.json",) if not (p / n).is_file()]
+    if not any(p.glob("*.safetensors")) and not any(p.glob("pytorch_model*.bin")):
+        missing.append("model weights (*.safetensors)")
+    if not (p / "tokenizer_config.json").is_file() and not (p / "tokenizer.json").is_file():
+        missing.append("a tokenizer (tokenizer.json)")
+    if missing:
+        raise TrainError(
+            f"{what} {path}: not a checkpoint (missing {', '.join(missing)}); pass a save_pretrained() folder "
+            "such as `harnessctl model init --out DIR` writes"
+        )
+    return p
+
+
+def file_hash(*paths: str | Path) -> str:
+    """sha256 over files (or every file under folders), in name order: the manifest's data hash."""
+    digest = hashlib.sha256()
+    for root in paths:
+        root = Path(root)
+        files = sorted(f for f in root.rglob("*") if f.is_file()) if root.is_dir() else [root]
+        for f in files:
+            digest.update(f.name.encode())
+            digest.update(f.read_bytes())
+    return digest.hexdigest()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- devices, precision, seeds --------------------------------------------------------------------
+
+
+def setup(cfg: TrainConfig) -> None:
+    """Threads and seeds before anything is built."""
+    import torch
+    from transformers import set_seed
+
+    if cfg.num_threads:
+        torch.set_num_threads(cfg.num_threads)
+    set_seed(cfg.seed)
+    quiet()
+
+
+def quiet() -> None:
+    """Progress is ours (rich, one bar): silence the libraries' own bars and info logs."""
+    import warnings
+
+    import datasets
+    import transformers
+
+    warnings.filterwarnings("ignore", message=r".*(gradient_checkpointing|is_gradient_checkpointing)` is deprecated")
+    datasets.disable_progress_bars()
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def on_cpu(cfg: TrainConfig) -> bool:
+    import torch
+
+    return cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available())
+
+
+def precision(cfg: TrainConfig) -> str:
+    """``bf16``, ``fp16`` or ``fp32``. auto: bf16 on a GPU that has it, and on a CPU whose
+    instructions support it (measured ~20 % faster there); fp32 otherwise."""
+    import torch
+
+    if cfg.precision != "auto":
+        return cfg.precision
+    if on_cpu(cfg):
+        supported = getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)()
+        amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
+        return "bf16" if supported or amx else "fp32"
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def training_arguments(cfg: TrainConfig) -> dict[str, Any]:
+    """The keyword arguments every TRL config of a stage shares."""
+    prec = precision(cfg)
+    return {
+        "output_dir": cfg.out,
+        "max_steps": cfg.max_steps,
+        "learning_rate": cfg.learning_rate,
+        "lr_scheduler_type": cfg.lr_scheduler_type,
+        "warmup_steps": cfg.warmup_steps,
+        "weight_decay": cfg.weight_decay,
+        "per_device_train_batch_size": cfg.per_device_batch_size,
+        "gradient_accumulation_steps": cfg.gradient_accumulation_steps,
+        "max_grad_norm": cfg.max_grad_norm,
+        "logging_steps": cfg.logging_steps,
+        "save_strategy": "steps",
+        "save_steps": cfg.save_steps,
+        "save_total_limit": cfg.save_total_limit,
+        "bf16": prec == "bf16",
+        "fp16": prec == "fp16",
+        "use_cpu": on_cpu(cfg),
+        "gradient_checkpointing": cfg.gradient_checkpointing,
+        "report_to": [r for r in cfg.report_to.split(",") if r and r != "none"] or "none",
+        "seed": cfg.seed,
+        "data_seed": cfg.seed,
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+    }
+
+
+def peft_config(cfg: TrainConfig) -> Any:
+    """A LoRA config when ``lora_r`` > 0 (big models), else None."""
+    if not cfg.lora_r:
+        return None
+    from peft import LoraConfig
+
+    targets: Any = cfg.lora_target_modules
+    if targets != "all-linear":
+        targets = [t.strip() for t in targets.split(",") if t.strip()]
+    return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=targets, task_type="CAUSAL_LM")
+
+
+def load_model(path: str | Path, cfg: TrainConfig, what: str = "--model") -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from a checkpoint folder, in float32 (mixed precision runs under autocast)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    p = check_checkpoint(path, what)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype="float32")
+    except (OSError, ValueError) as e:
+        raise TrainError(f"{what} {path}: cannot load the checkpoint: {str(e).splitlines()[0][:300]}") from None
+    if not tokenizer.chat_template:
+        raise TrainError(f"{what} {path}: the tokenizer has no chat template; the stages train on chats")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+# -- callbacks ------------------------------------------------------------------------------------
+
+
+def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> list[Any]:
+    from transformers import TrainerCallback
+
+    class Interrupt(TrainerCallback):
+        """Ctrl-C: finish the step, write a resumable checkpoint, stop. A second Ctrl-C stops at once."""
+
+        def __init__(self) -> None:
+            self.requested = False
+            self._previous: Any = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self._previous = signal.getsignal(signal.SIGINT)
+
+            def handler(signum, frame):
+                if self.requested:
+                    raise KeyboardInterrupt
+                self.requested = True
+
+            try:
+                signal.signal(signal.SIGINT, handler)
+            except ValueError:  # not the main thread: Ctrl-C stays Python's
+                self._previous = None
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.requested:
+                control.should_save = True
+                control.should_training_stop = True
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self._previous is not None:
+                signal.signal(signal.SIGINT, self._previous)
+
+    class Manifest(TrainerCallback):
+        """Writes train.json beside every checkpoint, and keeps the log history."""
+
+        def __init__(self) -> None:
+            self.logs: list[dict[str, float]] = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs:
+                row = {k: float(v) for k, v in logs.items() if isinstance(v, (int, float))}
+                row["step"] = float(state.global_step)
+                self.logs.append(row)
+
+        def on_save(self, args, state, control, **kwargs):
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir() and state.is_world_process_zero:
+                write_manifest(folder, {**manifest, "steps": state.global_step})
+
+    class Progress(TrainerCallback):
+        """A rich progress bar with the latest step metrics."""
+
+        def __init__(self) -> None:
+            self.bar: Any = None
+            self.task: Any = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if not state.is_world_process_zero:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(
+                TextColumn(f"[bold]train {cfg.stage}[/]"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                TextColumn("{task.fields[metrics]}"), console=Console(stderr=True), transient=False,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("steps", total=state.max_steps, completed=state.global_step, metrics="")
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.bar is not None:
+                self.bar.update(self.task, completed=state.global_step)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if self.bar is not None and logs:
+                shown = [k for k in ("loss", "reward", "grad_norm", "learning_rate") if k in logs]
+                text = "  ".join(f"{k} {logs[k]:.4g}" for k in shown)
+                self.bar.update(self.task, metrics=text)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.bar is not None:
+                self.bar.stop()
+                self.bar = None
+
+    callbacks = [Interrupt(), Manifest()]
+    if progress:
+        callbacks.append(Progress())
+    return callbacks
+
+
+# -- running --------------------------------------------------------------------------------------
+
+
+def last_checkpoint(out: str | Path) -> Path | None:
+    """The newest ``checkpoint-N`` folder under ``out`` (what ``--resume`` continues from)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    out = Path(out)
+    if not out.is_dir():
+        return None
+    found = get_last_checkpoint(str(out))
+    return Path(found) if found else None
+
+
+def prepare_out(cfg: TrainConfig, resume: bool) -> Path | None:
+    """Checks the output folder; returns the checkpoint to resume from (``resume``) or None."""
+    if not cfg.out:
+        raise TrainError("--out: no output folder given; pass --out DIR")
+    out = Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        raise TrainError(f"--out {out}: is a file; pass a folder")
+    found = last_checkpoint(out)
+    if resume:
+        if found is None:
+            raise TrainError(f"--resume: no checkpoint-N folder under {out}; run without --resume to start")
+        return found
+    if found is not None or (out / MANIFEST).is_file():
+        raise TrainError(f"--out {out}: already holds a training run; pass --resume to continue it or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+def run_trainer(
+    trainer: Any,
+    cfg: TrainConfig,
+    *,
+    parent: str | None,
+    data_hash: str | None,
+    resume_from: Path | None = None,
+    progress: bool = True,
+    extra_manifest: dict[str, Any] | None = None,
+) -> TrainResult:
+    """Train, save the final model (LoRA merged) with its tokenizer and ``train.json``, and report.
+
+    Ctrl-C ends the current step, writes a resumable checkpoint and returns ``interrupted=True``.
+    """
+    manifest = manifest_for(cfg, parent=parent, data_hash=data_hash, extra=extra_manifest)
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)  # metrics go to our progress line and the summary
+    trainer.remove_callback(ProgressCallback)
+    callbacks = _callbacks(cfg, manifest, progress)
+    for cb in callbacks:
+        trainer.add_callback(cb)
+    interrupt, logger = callbacks[0], callbacks[1]
+    started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    seconds = time.perf_counter() - started
+    state = trainer.state
+    out = Path(cfg.out)
+    tokens = int(max([row.get("num_tokens", 0.0) for row in logger.logs] + [state.num_input_tokens_seen or 0]))
+    start_step = _step_of(resume_from)
+    result = TrainResult(
+        stage=cfg.stage,
+        out=str(out),
+        steps=int(state.global_step),
+        seconds=round(seconds, 3),
+        tokens=tokens,
+        tokens_per_s=0.0,
+        metrics=_final_metrics(logger.logs),
+        interrupted=interrupt.requested,
+        resumed_from=str(resume_from) if resume_from else None,
+        log=[r for r in logger.logs if "loss" in r or "reward" in r],
+    )
+    if resume_from is not None and start_step:
+        done_before = next((r.get("num_tokens", 0.0) for r in logger.logs), 0.0)
+        result.tokens = int(max(0.0, tokens - done_before))
+    result.tokens_per_s = round(result.tokens / seconds, 1) if seconds > 0 else 0.0
+    if interrupt.requested:
+        found = last_checkpoint(out)
+        result.checkpoint = str(found) if found else None
+        return result
+    if trainer.accelerator.is_main_process:
+        save_final(trainer, out, {**manifest, "steps": result.steps, "metrics": result.metrics})
+    return result
+
+
+def save_final(trainer: Any, out: Path, manifest: dict[str, Any]) -> None:
+    """The final model in ``out``: LoRA adapters merged, so ``local:OUT`` loads it like any checkpoint."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    model.save_pretrained(out)
+    trainer.processing_class.save_pretrained(out)
+    write_manifest(out, manifest)
+
+
+def manifest_for(cfg: TrainConfig, *, parent: str | None, data_hash: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "stage": cfg.stage,
+        "parent": parent or None,
+        "data_hash": data_hash,
+        "config": cfg.to_dict(),
+        "packages": package_versions(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **(extra or {}),
+    }
+
+
+def write_manifest(folder: str | Path, manifest: dict[str, Any]) -> Path:
+    path = Path(folder) / MANIFEST
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any] | None:
+    path = Path(folder) / MANIFEST
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _step_of(path: Path | None) -> int:
+    if path is None:
+        return 0
+    try:
+        return int(path.name.rsplit("-", 1)[-1])
+    except ValueError:
+        return 0
+
+
+def _final_metrics(logs: list[dict[str, float]]) -> dict[str, float]:
+    final: dict[str, float] = {}
+    for row in logs:
+        final.update(row)
+    return {k: round(v, 6) for k, v in final.items()}
+
+
+def copy_tokenizer_files(src: Path, dst: Path) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"):
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
+
+
+# -- the final evaluation -------------------------------------------------------------------------
+
+
+def evaluate(
+    out: str | Path, cfg: TrainConfig, suites: str | None = None, limit: int | None = None, runs_dir: str | Path | None = None
+) -> dict[str, Any]:
+    """Evaluates the checkpoint in ``out`` on ``suites`` (``--eval``), ``limit`` cases each, and
+    returns ``{"scores": {suite: score}, "run": folder}``. Runs go under ``cfg.out/eval-runs``."""
+    from harnessctl.eval.runner import EvalConfig, run_eval
+
+    names = [s.strip() for s in (suites if suites is not None else cfg.eval_suites).split(",") if s.strip()]
+    if not names:
+        return {}
+    config = EvalConfig(
+        suites=names, model=f"local:{Path(out).resolve()}", limit=limit or cfg.eval_limit, jobs=1, cache=False,
+        harness_path=cfg.harness, runs_dir=str(runs_dir or Path(cfg.out) / "eval-runs"), max_tokens=cfg.eval_max_tokens,
+        seed=cfg.seed,
+    )
+    outcome = run_eval(config)
+    scores = {name: s.get("score") for name, s in outcome.summary.get("suites", {}).items()}
+    return {"scores": scores, "run": str(outcome.store.root)}
+
+
+def finish(result: TrainResult, cfg: TrainConfig) -> TrainResult:
+    """The final evaluation (``eval_suites``) of a run that was not interrupted, on the main process."""
+    if result.interrupted or not cfg.eval_suites:
+        return result
+    from accelerate import PartialState
+
+    if PartialState().is_main_process:
+        result.eval = evaluate(result.out, cfg)
+    return result

@@ -1,0 +1,139 @@
+"""Chat datasets for the supervised stages: read and check rows, measure them in tokens, size
+``max_length`` from the data, and hand TRL a ``datasets.Dataset``.
+
+A row is what ``harnessctl augment --trajectories`` writes: ``{"messages": [...OpenAI chat...],
+"tools": "<JSON list of tool specs>" | [...], "meta": {...}}``.
+
+>>> rows = read_chat_rows("out/datasets/livecommerce", "train")          # doctest: +SKIP
+>>> plan = plan_lengths(token_lengths(rows, tokenizer), requested=0, max_positions=4096, max_share=0.02)  # doctest: +SKIP
+>>> plan.max_length, plan.over                                            # doctest: +SKIP
+(1600, 0)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainer.common import TrainError
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def read_chat_rows(folder: str | Path, split: str = "train") -> list[dict[str, Any]]:
+    """The rows of ``FOLDER/SPLIT.jsonl`` (or of a .jsonl file), checked: each has a non-empty
+    ``messages`` list of chat turns with at least one assistant turn, and a ``tools`` list."""
+    p = Path(folder)
+    path = p if p.is_file() else p / f"{split}.jsonl"
+    if not p.exists():
+        raise TrainError(f"--data {folder}: no such folder; build one with `harnessctl augment --trajectories N --out DIR`")
+    if not path.is_file():
+        raise TrainError(f"--data {folder}: no {path.name} in it; is it a folder written by `augment --trajectories`?")
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TrainError(f"{where}: not valid JSON ({e.msg}); each line is one {{messages, tools}} object") from None
+        rows.append(check_row(row, where))
+    if not rows:
+        raise TrainError(f"{path}: no rows; the dataset is empty")
+    return rows
+
+
+def check_row(row: Any, where: str) -> dict[str, Any]:
+    """One row as ``{"messages": [...], "tools": [...]}``, or a :class:`TrainError` naming the column."""
+    if not isinstance(row, dict):
+        raise TrainError(f"{where}: a row is a JSON object with messages and tools, got {type(row).__name__}")
+    messages = row.get("messages")
+    if "messages" not in row:
+        raise TrainError(f"{where}: no 'messages' column; rows need messages (OpenAI chat) and tools")
+    if not isinstance(messages, list) or not messages:
+        raise TrainError(f"{where}: 'messages' must be a non-empty list of chat turns")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise TrainError(f"{where}: messages[{i}] has no role among {', '.join(ROLES)}")
+    if not any(m.get("role") == "assistant" for m in messages):
+        raise TrainError(f"{where}: 'messages' has no assistant turn: nothing to learn from")
+    if "tools" not in row:
+        raise TrainError(f"{where}: no 'tools' column; rows need tools (a list of OpenAI tool specs, [] for none)")
+    tools = row["tools"]
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools or "[]")
+        except json.JSONDecodeError:
+            raise TrainError(f"{where}: 'tools' is a string but not JSON; write the list of tool specs as JSON") from None
+    if not isinstance(tools, list):
+        raise TrainError(f"{where}: 'tools' must be a list of tool specs, got {type(tools).__name__}")
+    return {"messages": messages, "tools": tools}
+
+
+def token_lengths(rows: list[dict[str, Any]], tokenizer: Any) -> list[int]:
+    """Each row's length in tokens, rendered with the tokenizer's chat template and its tools."""
+    from harnessctl.augment.trajectories import chat_template_inputs
+
+    lengths = []
+    for row in rows:
+        messages, tools = chat_template_inputs({"messages": row["messages"], "tools": row["tools"]})
+        ids = tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=True, return_dict=True)["input_ids"]
+        lengths.append(len(ids))
+    return lengths
+
+
+@dataclass
+class LengthPlan:
+    """``max_length`` and what it costs: rows longer than it are dropped (assistant-only loss
+    would drop them silently), counted before training."""
+
+    max_length: int
+    rows: int
+    over: int
+    longest: int
+
+    @property
+    def share_over(self) -> float:
+        return self.over / self.rows if self.rows else 0.0
+
+
+def plan_lengths(lengths: list[int], *, requested: int, max_positions: int, max_share: float) -> LengthPlan:
+    """Size ``max_length`` (``requested`` 0: the longest row rounded up to 64 tokens, within the
+    model's positions) and refuse above ``max_share`` of rows over it.
+
+    >>> plan_lengths([100, 700, 1500], requested=0, max_positions=4096, max_share=0.0).max_length
+    1536
+    >>> plan_lengths([100, 700, 1500], requested=1024, max_positions=4096, max_share=0.1)
+    Traceback (most recent call last):
+    ...
+    trainer.common.TrainError: 1 of 3 rows (33.3 %) are longer than max_length 1024 tokens and would be cut; raise max_length to 1536 (longest row 1500 tokens) or max_truncated_share to 0.34
+    """
+    longest = max(lengths) if lengths else 0
+    size = requested or -(-longest // 64) * 64
+    if max_positions:
+        size = min(size, max_positions)
+    over = sum(n > size for n in lengths)
+    plan = LengthPlan(max_length=size, rows=len(lengths), over=over, longest=longest)
+    if plan.share_over > max_share:
+        fit = -(-longest // 64) * 64
+        room = f" (the model has {max_positions} positions)" if max_positions and fit > max_positions else ""
+        raise TrainError(
+            f"{over} of {len(lengths)} rows ({100 * plan.share_over:.1f} %) are longer than max_length {size} tokens "
+            f"and would be cut; raise max_length to {fit} (longest row {longest} tokens){room} or "
+            f"max_truncated_share to {plan.share_over + 0.005:.2f}"
+        )
+    return plan
+
+
+def to_dataset(rows: list[dict[str, Any]]) -> Any:
+    """A ``datasets.Dataset`` TRL can read: ``messages`` with tool-call arguments as JSON text and
+    ``tools`` as a JSON string column (``datasets`` would merge differing argument dicts)."""
+    from datasets import Dataset
+
+    from harnessctl.augment.trajectories import _plain_messages
+
+    plain = [{"messages": _plain_messages(r["messages"]), "tools": json.dumps(r["tools"], ensure_ascii=False)} for r in rows]
+    return Dataset.from_list(plain, on_mixed_types="use_json")

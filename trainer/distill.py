@@ -1,0 +1,130 @@
+"""Stage 2, general on-policy distillation: TRL's ``DistillationTrainer``, the student (the SFT
+checkpoint) samples, and learns the teacher's (the base model before domain training) next-token
+distribution on its own samples — ``beta=1``, reverse KL — so general skills lost in domain
+training come back without undoing it.
+
+Prompts: ``prompts: FILE`` (JSONL, one ``{"prompt": "..."}`` or ``{"messages": [...]}`` per line,
+such as a local Tulu 3 export) or, offline, the project's own general prompts
+(:func:`trainer.general_corpus.general_prompts`), never the ifeval suite's. The general (ifeval) and
+domain (livestream) scores are reported before and after (``eval_suites``).
+
+>>> cfg = load_config("distill", "tiny-cpu", {"model": "out/sft", "teacher": "out/base", "out": "out/distill"})  # doctest: +SKIP
+>>> train_distill(cfg).extra["before"]                                                                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from trainer.common import (
+    TrainError,
+    TrainResult,
+    check_checkpoint,
+    evaluate,
+    file_hash,
+    load_model,
+    peft_config,
+    prepare_out,
+    run_trainer,
+    setup,
+    text_hash,
+    training_arguments,
+)
+from trainer.config import DistillStageConfig
+
+
+def read_prompts(path: str | Path, n: int) -> list[list[dict[str, str]]]:
+    """Up to ``n`` conversational prompts from a JSONL file (``prompt`` text, or ``messages`` cut
+    before the first assistant turn)."""
+    p = Path(path)
+    if not p.is_file():
+        raise TrainError(f"--prompts {path}: no such file; pass a JSONL file of {{\"prompt\": ...}} lines")
+    out = []
+    for number, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TrainError(f"{p}:{number}: not valid JSON ({e.msg})") from None
+        if isinstance(row, dict) and isinstance(row.get("prompt"), str) and row["prompt"].strip():
+            out.append([{"role": "user", "content": row["prompt"]}])
+        elif isinstance(row, dict) and isinstance(row.get("messages"), list) and row["messages"]:
+            turns = []
+            for m in row["messages"]:
+                if not isinstance(m, dict) or m.get("role") == "assistant":
+                    break
+                turns.append({"role": str(m.get("role")), "content": str(m.get("content") or "")})
+            if not turns or turns[-1]["role"] != "user":
+                raise TrainError(f"{p}:{number}: 'messages' must start with user (or system) turns before the answer")
+            out.append(turns)
+        else:
+            raise TrainError(f"{p}:{number}: no 'prompt' (text) or 'messages' (chat) column")
+        if len(out) >= n:
+            break
+    if not out:
+        raise TrainError(f"{p}: no prompts")
+    return out
+
+
+def check_same_vocabulary(student: Any, teacher: Any, teacher_path: str) -> None:
+    """Token-level distillation compares distributions over one vocabulary: refuse another one."""
+    s_vocab, t_vocab = student.get_vocab(), teacher.get_vocab()
+    if s_vocab != t_vocab:
+        only = sorted(set(t_vocab) ^ set(s_vocab))[:3]
+        detail = f"{len(t_vocab)} vs the student's {len(s_vocab)} tokens" if len(t_vocab) != len(s_vocab) else f"tokens differ, e.g. {only}"
+        raise TrainError(
+            f"--teacher {teacher_path}: another vocabulary ({detail}); on-policy distillation needs a teacher "
+            "that shares the student's tokenizer (for the tiny model: the stage-0 base it was trained from)"
+        )
+
+
+def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
+    """Run stage 2 as ``cfg`` says; ``extra`` holds the eval scores before training."""
+    from datasets import Dataset
+    from trl import DistillationConfig, DistillationTrainer
+
+    from trainer.common import finish
+    from trainer.general_corpus import general_prompts
+
+    if not cfg.teacher:
+        raise TrainError("--teacher: no teacher given; pass the base checkpoint the student was trained from")
+    check_checkpoint(cfg.model)
+    check_checkpoint(cfg.teacher, "--teacher")
+    setup(cfg)
+    resume_from = prepare_out(cfg, resume)
+    model, tokenizer = load_model(cfg.model, cfg)
+    teacher, teacher_tokenizer = load_model(cfg.teacher, cfg, what="--teacher")
+    check_same_vocabulary(tokenizer, teacher_tokenizer, cfg.teacher)
+    if cfg.prompts:
+        prompts = read_prompts(cfg.prompts, cfg.n_prompts)
+        data_hash = file_hash(cfg.prompts)
+    else:
+        prompts = [[{"role": "user", "content": p}] for p in general_prompts(cfg.n_prompts, seed=cfg.seed)]
+        data_hash = text_hash(json.dumps(prompts))
+    before = {}
+    if cfg.eval_suites and resume_from is None:
+        before = evaluate(cfg.model, cfg, runs_dir=Path(cfg.out) / "eval-runs-before")
+    tokenizer.padding_side = "left"
+    args = DistillationConfig(
+        **training_arguments(cfg), beta=cfg.beta, max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+    )
+    trainer = DistillationTrainer(
+        model=model, teacher_model=teacher, args=args, train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
+        processing_class=tokenizer, peft_config=peft_config(cfg),
+    )
+    result = run_trainer(
+        trainer, cfg, parent=cfg.model, data_hash=data_hash, resume_from=resume_from, progress=progress,
+        extra_manifest={"teacher": cfg.teacher, "data": cfg.prompts or f"general prompts, {cfg.n_prompts}, seed {cfg.seed}"},
+    )
+    result.extra.update(prompts=len(prompts), before=before.get("scores", {}))
+    return finish(result, cfg)
+
+
+if __name__ == "__main__":
+    from trainer.cli import main
+
+    main("distill")

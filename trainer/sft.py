@@ -1,0 +1,89 @@
+"""Stage 1, HSA-SFT: TRL's ``SFTTrainer`` on the chats ``harnessctl augment --trajectories`` writes
+(harness variants, or ``--fixed-harness`` for the baseline: same command, same config), loss on the
+assistant's tokens only (the chat template's generation markers).
+
+``max_length`` is sized from the data; rows that it would cut are counted before training and the
+run refuses above ``max_truncated_share`` (assistant-only loss would drop them silently).
+
+>>> from trainer.config import load_config
+>>> cfg = load_config("sft", "tiny-cpu", {"model": "m", "data": "out/datasets/x", "out": "out/sft"})  # doctest: +SKIP
+>>> train_sft(cfg).tokens_per_s                                                                        # doctest: +SKIP
+
+Command line: ``harnessctl train sft --model PATH --data DIR --out DIR`` or
+``accelerate launch -m trainer.sft --config tiny-cpu --model PATH --data DIR --out DIR``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainer.common import (
+    TrainResult,
+    check_checkpoint,
+    file_hash,
+    load_model,
+    peft_config,
+    prepare_out,
+    run_trainer,
+    setup,
+    training_arguments,
+)
+from trainer.config import SFTStageConfig, TrainConfig
+from trainer.data import plan_lengths, read_chat_rows, to_dataset, token_lengths
+
+
+def sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: TrainConfig, max_length: int) -> Any:
+    """A TRL ``SFTTrainer`` over ``rows`` with assistant-only loss (shared by stages 0 and 1)."""
+    from trl import SFTConfig, SFTTrainer
+
+    args = SFTConfig(
+        **training_arguments(cfg),
+        max_length=max_length,
+        assistant_only_loss=True,
+        packing=bool(getattr(cfg, "packing", False)),
+        dataset_num_proc=None,
+    )
+    return SFTTrainer(
+        model=model, args=args, train_dataset=to_dataset(rows), processing_class=tokenizer, peft_config=peft_config(cfg)
+    )
+
+
+def fit_rows(rows: list[dict[str, Any]], tokenizer: Any, model: Any, requested: int, max_share: float) -> tuple[list, dict]:
+    """The rows that fit ``max_length`` (sized from the data when ``requested`` is 0), and the counts."""
+    lengths = token_lengths(rows, tokenizer)
+    positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+    plan = plan_lengths(lengths, requested=requested, max_positions=positions, max_share=max_share)
+    kept = [r for r, n in zip(rows, lengths) if n <= plan.max_length]
+    info = {"rows": plan.rows, "rows_dropped": plan.over, "max_length": plan.max_length, "longest_row": plan.longest,
+            "row_tokens": sum(n for n in lengths if n <= plan.max_length)}
+    return kept, info
+
+
+def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
+    """Run stage 1 as ``cfg`` says; returns what it did (the model is saved in ``cfg.out``)."""
+    from trainer.common import TrainError, finish
+
+    if not cfg.data:
+        raise TrainError("--data: no dataset folder given; build one with `harnessctl augment --trajectories N --out DIR`")
+    check_checkpoint(cfg.model)
+    setup(cfg)
+    rows = read_chat_rows(cfg.data, cfg.split)
+    resume_from = prepare_out(cfg, resume)
+    model, tokenizer = load_model(cfg.model, cfg)
+    kept, info = fit_rows(rows, tokenizer, model, cfg.max_length, cfg.max_truncated_share)
+    trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"])
+    data = Path(cfg.data)
+    data_file = data if data.is_file() else data / f"{cfg.split}.jsonl"
+    result = run_trainer(
+        trainer, cfg, parent=cfg.model, data_hash=file_hash(data_file), resume_from=resume_from, progress=progress,
+        extra_manifest={"data": str(data_file), **info},
+    )
+    result.extra.update(info)
+    return finish(result, cfg)
+
+
+if __name__ == "__main__":
+    from trainer.cli import main
+
+    main("sft")
