@@ -1,0 +1,449 @@
+"""``harnessctl diagnose | edit | loop | release | rollback | bench latency``: the loop from a
+failing run to a gated release. Each command calls one function of :mod:`harnessctl.loop` and
+prints a rich view or ``--json``. Exit codes: 0 ok, 1 a refused release or a loop/bench that
+found a regression or a budget miss, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from .common import HarnessOpt, JsonOpt, resolve_harness_path
+from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, out, print_json
+
+RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds run folders.")]
+EvalsDirOpt = Annotated[Path, typer.Option("--evals-dir", help="Folder that holds the suite files.")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="The deployed model: oracle, local:<path> or a litellm string (openai/<name>).")]
+ApiBaseOpt = Annotated[str | None, typer.Option("--api-base", help="Endpoint of a served model, e.g. http://127.0.0.1:8000/v1.")]
+SuiteOpt = Annotated[str, typer.Option("--suite", "-s", help="Standard suites, a comma list of livestream, variant, robustness.")]
+LimitOpt = Annotated[int, typer.Option("--limit", min=1, help="Cases per standard suite (an evenly spread sample).")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Cases in flight at once.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model-call cache.")]
+ThresholdOpt = Annotated[float, typer.Option("--threshold", help="A suite that drops more than this many points is a regression.")]
+
+bench_app = typer.Typer(help="Benchmarks against served models.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("diagnose")(diagnose)
+    app.command("edit")(edit)
+    app.command("loop")(loop)
+    app.command("release")(release)
+    app.command("rollback")(rollback)
+    app.add_typer(bench_app, name="bench")
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """Library errors become one message and exit code 2 (harness issues are printed by ``cli_errors``)."""
+    from harnessctl.eval.store import RunError
+    from harnessctl.eval.suites import SuiteError
+    from harnessctl.loop.edits import EditError
+    from harnessctl.models.base import ModelError
+
+    with cli_errors():
+        try:
+            yield
+        except (RunError, SuiteError, EditError, ModelError, ValueError, FileNotFoundError) as e:
+            raise CLIError(str(e)) from None
+        except OSError as e:
+            raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ")) from None
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar on stderr, one task per key; yields ``update(key, done, total)``."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("[bold]{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=False) as progress:
+        tasks: dict[str, Any] = {}
+
+        def update(key: str, done: int, total: int) -> None:
+            if key not in tasks:
+                tasks[key] = progress.add_task(key, total=total)
+            progress.update(tasks[key], completed=done, total=total)
+
+        yield update
+
+
+def _suites(text: str) -> list[str]:
+    from harnessctl.eval.suites import AGENT_SUITES
+
+    suites = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in suites if s not in AGENT_SUITES]
+    if bad or not suites:
+        raise CLIError(f"--suite {text!r}: choose from {', '.join(AGENT_SUITES)} (comma-separated)")
+    return suites
+
+
+def _duration(text: str, option: str) -> float:
+    from harnessctl.eval.stats import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise CLIError(f"{option}: {e}") from None
+
+
+# -- diagnose ------------------------------------------------------------------------------------
+
+
+def diagnose(
+    run: Annotated[str, typer.Argument(help="The run (id under --runs-dir, or its folder).")],
+    runs_dir: RunsDirOpt = Path("runs"),
+    top: Annotated[int, typer.Option("--top", min=1, help="Clusters shown.")] = 10,
+    examples: Annotated[int, typer.Option("--examples", min=0, help="Example cases kept per cluster.")] = 3,
+    report: Annotated[bool, typer.Option("--report", help="Also write the run's HTML report with a diagnosis section.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cluster a run's failures by kind, score component and harness element, ranked by impact."""
+    from harnessctl.loop.diagnose import diagnose_run
+
+    with _errors():
+        d = diagnose_run(run, runs_dir=runs_dir, examples=examples)
+        target = None
+        if report:
+            from harnessctl.eval.store import RunStore
+            from harnessctl.loop.report import write_run_report
+
+            target = write_run_report(RunStore.open(run, runs_dir).root, d)
+    if as_json:
+        print_json(d.to_dict() | ({"report": str(target)} if target else {}))
+        return
+    out.print(f"[bold]run {d.run_id}[/] · {d.model} · score {d.score:.1f} · {d.n_failed} of {d.n_results} cases failed")
+    if not d.clusters:
+        out.print("[green]no failures[/]")
+        return
+    table = Table(title="failure clusters, by impact (score lost)", title_justify="left")
+    for col, kw in (("#", {"justify": "right"}), ("kind", {}), ("component", {}), ("element", {"style": "cyan"}),
+                    ("cases", {"justify": "right"}), ("impact", {"justify": "right"}), ("confused with", {})):
+        table.add_column(col, overflow="fold", **kw)
+    for i, c in enumerate(d.clusters[:top], 1):
+        table.add_row(str(i), c.kind, c.component, c.element, str(c.cases), f"{c.impact:.2f}",
+                      ", ".join(f"{k} ({v})" for k, v in list(c.others.items())[:2]))
+    out.print(table)
+    for i, c in enumerate(d.clusters[: min(3, top)], 1):
+        for e in c.examples[:1]:
+            out.print(Text.assemble((f"#{i} ", "bold"), (f"{e.suite}/{e.case_id}", "dim"), f" viewer: {e.query[:100]}"))
+            out.print(Text(f"   steps: {'; '.join(e.steps) or '(no tool calls)'}"[:300], style="dim"))
+            out.print(Text(f"   reply: {e.reply[:120]!r}", style="dim"))
+            out.print(Text(f"   expected: {e.expected}"[:300], style="dim"))
+    if target:
+        out.print(f"report written to [bold]{target}[/]")
+
+
+# -- edit ----------------------------------------------------------------------------------------
+
+
+def edit(
+    run: Annotated[str, typer.Argument(help="The failing run to work from (id or folder).")],
+    harness: HarnessOpt = None,
+    runs_dir: RunsDirOpt = Path("runs"),
+    proposer: Annotated[str | None, typer.Option("--proposer", help="An LLM (litellm string) that proposes edits too, given the diagnosis and the harness.")] = None,
+    proposer_api_base: Annotated[str | None, typer.Option("--proposer-api-base", help="Endpoint of the proposer when it is served locally.")] = None,
+    pick: Annotated[int | None, typer.Option("--pick", min=1, help="The proposal to apply (its number). Default: the first.")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Apply the picked proposal without asking.")] = False,
+    branch: Annotated[str | None, typer.Option("--branch", help="Branch to commit the edit on (default: harness-edit/<title>).")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Most proposals shown.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Propose harness edits for a run's failures, each validated and shown as a semantic diff;
+    apply one (--apply, or confirm) as a commit on a new branch."""
+    from harnessctl.harness import load_harness
+    from harnessctl.loop.apply import branch_name, commit_edit
+    from harnessctl.loop.diagnose import diagnose_run
+    from harnessctl.loop.edits import apply_edit, proposal_diff
+    from harnessctl.loop.propose import propose_llm, propose_rules
+
+    from .version_cmds import _print_diff
+
+    with _errors():
+        folder = resolve_harness_path(harness)
+        current = load_harness(folder)
+        d = diagnose_run(run, runs_dir=runs_dir, harness=current)
+        proposals = propose_rules(d, current, harness_dir=folder, limit=limit)
+        rejected: list[Any] = []
+        if proposer:
+            valid, rejected = propose_llm(d, current, proposer, harness_dir=folder, api_base=proposer_api_base)
+            proposals = (valid + proposals)[:limit]
+        for i, p in enumerate(proposals, 1):
+            p.id = f"p{i}"
+            if p.diff is not None:
+                p.diff["to"] = p.id
+        if pick is not None and pick > len(proposals):
+            raise CLIError(f"--pick {pick}: there are {len(proposals)} proposal(s)")
+    chosen = proposals[(pick or 1) - 1] if proposals else None
+    if not as_json:
+        out.print(f"[bold]run {d.run_id}[/]: {d.n_failed} failed cases, {len(d.clusters)} clusters → {len(proposals)} proposal(s)")
+        for p in proposals:
+            out.print(Text.assemble((f"\n{p.id} ", "bold"), (p.title, "bold cyan"), (f"  [{p.source}, impact {p.impact:.2f}]", "dim")))
+            out.print(Text(f"   why: {p.rationale}", style="dim"))
+            out.print(Text(f"   targets: {', '.join(p.targets)}", style="dim"))
+            hd = proposal_diff(p)
+            if hd is not None:
+                _print_diff(hd)
+        for p in rejected:
+            out.print(Text(f"rejected ({p.source}): {p.title}: {'; '.join(p.issues)}", style="yellow"))
+    applied = None
+    if chosen is not None and (apply or (not as_json and sys.stdin.isatty() and typer.confirm(f"apply {chosen.id} ({chosen.title})?", default=False))):
+        with _errors():
+            applied = commit_edit(
+                folder, apply_edit(current, chosen.ops), branch=branch or branch_name(f"harness-edit/{chosen.title}"),
+                message=f"{current.name}: {chosen.title}\n\n{chosen.rationale}\nTargets: {', '.join(chosen.targets)}",
+            )
+    if as_json:
+        print_json({"run": d.run_id, "proposals": [p.to_dict() for p in proposals], "rejected": [p.to_dict() for p in rejected],
+                    "applied": applied.to_dict() if applied else None, "picked": chosen.id if applied and chosen else None})
+        return
+    if applied:
+        out.print(f"[green]applied {chosen.id if chosen else ''}[/] on branch [bold]{applied.branch}[/] (commit {applied.commit[:7]}, "
+                  f"{len(applied.files)} file(s)); gate it with `harnessctl release vN --gate --model ...`")
+    elif proposals:
+        out.print("[dim]nothing applied: pass --apply (and --pick N) to commit one on a branch[/]")
+
+
+# -- loop ----------------------------------------------------------------------------------------
+
+
+def loop(
+    model: ModelOpt,
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Candidate edits to evaluate, at most.")] = 3,
+    harness: HarnessOpt = None,
+    api_base: ApiBaseOpt = None,
+    suite: SuiteOpt = "livestream,robustness",
+    limit: LimitOpt = 6,
+    threshold: ThresholdOpt = 1.0,
+    proposer: Annotated[str | None, typer.Option("--proposer", help="An LLM (litellm string) proposing edits beside the rules.")] = None,
+    loop_id: Annotated[str | None, typer.Option("--loop-id", help="Name the loop; an existing one resumes.")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Resume the loop with this id, with its own settings.")] = None,
+    loops_dir: Annotated[Path, typer.Option("--loops-dir", help="Folder that holds loop folders.")] = Path("loops"),
+    evals_dir: EvalsDirOpt = Path("evals"),
+    jobs: JobsOpt = 2,
+    no_cache: NoCacheOpt = False,
+    apply: Annotated[bool, typer.Option("--apply", help="Commit the best harness on a branch at the end.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Diagnose → propose → evaluate (failing slice, then all suites) → keep an edit only if it
+    wins without a regression → repeat within --budget; journaled and resumable."""
+    from harnessctl.loop.improve import LoopConfig, open_loop_config, run_loop
+
+    with _errors():
+        if resume:
+            config = open_loop_config(resume, loops_dir)
+            loop_id = resume
+        else:
+            config = LoopConfig(
+                model=model, harness_dir=str(resolve_harness_path(harness)), budget=budget, api_base=api_base, suites=_suites(suite),
+                limit=limit, threshold=threshold, proposer=proposer, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
+                cache=not no_cache,
+            )
+        started = time.perf_counter()
+
+        def on_step(name: str, data: dict[str, Any]) -> None:
+            if not as_json:
+                err.print(f"[dim]{time.perf_counter() - started:7.1f}s[/] {name}" + (f": {data.get('reason')}" if "reason" in data else ""))
+
+        with _progress(not as_json) as progress:
+            try:
+                result = run_loop(config, loop_id=loop_id, progress=progress, on_step=on_step)
+            except KeyboardInterrupt:
+                raise CLIError(f"interrupted; resume with `harnessctl loop --resume {loop_id or '<id>'} --loops-dir {loops_dir}`", code=130) from None
+        applied = None
+        if apply and result.kept:
+            from harnessctl.harness import load_harness
+            from harnessctl.loop.apply import commit_edit
+
+            applied = commit_edit(
+                config.harness_dir, load_harness(result.best_harness), branch=f"harness-loop/{result.loop_id}",
+                message=f"loop {result.loop_id}: " + "; ".join(r["proposal"] for r in result.kept),
+            )
+    if as_json:
+        print_json(result.to_dict() | {"applied": applied.to_dict() if applied else None})
+        return
+    table = Table(title=f"loop {result.loop_id} — {result.stopped}", title_justify="left")
+    for col in ("cand.", "edit", "targeted failures", "slice before→after", *[f"{s} before→after" for s in result.baseline], "kept"):
+        table.add_column(col)
+    for row in result.rows:
+        sl = row["slice"]
+        cells = [f"{row['before'].get(s, 0):.1f}→{row['after'][s]:.1f}" if row["after"] else "—" for s in result.baseline]
+        table.add_row(row["candidate"], row["proposal"], ", ".join(row["targets"]), f"{sl['score_before']:.1f}→{sl['score_after']:.1f}",
+                      *cells, "[green]yes[/]" if row["kept"] else f"[red]no[/] ({row['reason']})")
+    out.print(table)
+    out.print("baseline " + ", ".join(f"{s} {v:.1f}" for s, v in result.baseline.items()) + " → final "
+              + ", ".join(f"{s} {v:.1f}" for s, v in result.final.items()) + f"; best harness in {result.best_harness}")
+    if applied:
+        out.print(f"[green]committed[/] on branch [bold]{applied.branch}[/] ({applied.commit[:7]})")
+
+
+# -- release and rollback ---------------------------------------------------------------------------
+
+
+def release(
+    version: Annotated[str, typer.Argument(help="The version to release, e.g. v4.")],
+    gate: Annotated[bool, typer.Option("--gate/--no-gate", help="Evaluate before releasing (the evolution suite, the standard suites, latency).")] = True,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The deployed model (needed with --gate).")] = None,
+    harness: HarnessOpt = None,
+    api_base: ApiBaseOpt = None,
+    production: Annotated[str | None, typer.Option("--production", help="Compare against this version or revision instead of the production ref.")] = None,
+    suite: SuiteOpt = "livestream,robustness",
+    limit: LimitOpt = 6,
+    per_element: Annotated[int, typer.Option("--per-element", min=1, help="Evolution cases per changed element.")] = 3,
+    threshold: ThresholdOpt = 1.0,
+    latency_budget: Annotated[str, typer.Option("--latency-budget", help="P95 reply latency budget, e.g. 15s.")] = "15s",
+    message: Annotated[str, typer.Option("--message", "-M", help="Tag message.")] = "",
+    notes_dir: Annotated[Path, typer.Option("--notes-dir", help="Folder for release notes.")] = Path("releases"),
+    runs_dir: RunsDirOpt = Path("runs"),
+    evals_dir: EvalsDirOpt = Path("evals"),
+    jobs: JobsOpt = 2,
+    no_cache: NoCacheOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Gate a harness version and release it: tag it, move the production ref, write the note.
+    Exit 1 (nothing changed) on a regression or a latency budget miss."""
+    from harnessctl.loop.release import GateConfig
+    from harnessctl.loop.release import release as do_release
+
+    with _errors():
+        folder = resolve_harness_path(harness)
+        cfg = None
+        if gate:
+            if not model:
+                raise CLIError("--gate needs --model: the deployed model the gate evaluates (or pass --no-gate)")
+            cfg = GateConfig(
+                model=model, api_base=api_base, suites=_suites(suite), limit=limit, per_element=per_element, threshold=threshold,
+                latency_budget_s=_duration(latency_budget, "--latency-budget"), jobs=jobs, runs_dir=str(runs_dir),
+                evals_dir=str(evals_dir), cache=not no_cache,
+            )
+        with _progress(not as_json and gate) as progress:
+            result = do_release(folder, version, gate=cfg, production=production, message=message, notes_dir=notes_dir, progress=progress)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        _print_release(result)
+    if not result.passed:
+        raise typer.Exit(EXIT_DIFFERENT)
+
+
+def _print_release(r: Any) -> None:
+    if r.evolution:
+        ev = r.evolution
+        out.print(f"evolution suite: {ev['cases']} cases over {len(ev['coverage'])} changed element(s)")
+        for path, ids in ev["coverage"].items():
+            out.print(Text(f"  {path}: {len(ids)} case(s)", style="dim"))
+        for path, why in ev["uncovered"].items():
+            out.print(Text(f"  {path}: not exercised ({why})", style="yellow"))
+    if r.comparison:
+        table = Table(title=f"{r.production_label} → {r.version}", title_justify="left")
+        for col in ("suite", "production", "candidate", "delta", "n", "pass→fail"):
+            table.add_column(col, justify="right" if col not in ("suite",) else "left")
+        for s, d in r.comparison["suites"].items():
+            style = "red" if d["regression"] else ""
+            table.add_row(s, f"{d['score_a']:.1f}", f"{d['score_b']:.1f}", Text(f"{d['delta']['value']:+.1f}", style=style), str(d["n_paired"]), str(len(d["pass_to_fail"])))
+        out.print(table)
+    if r.latency:
+        lat = r.latency
+        out.print(f"latency per reply: P50 {lat['p50']:.2f}s · P95 {lat['p95']:.2f}s · P99 {lat['p99']:.2f}s (budget {lat['budget_s']:g}s)")
+    if not r.passed:
+        out.print(f"[bold red]release {r.version} refused[/]: " + "; ".join(r.reasons) + " — nothing was tagged or moved")
+        return
+    out.print(f"[bold green]released {r.version}[/] (tag {r.tag}, commit {str(r.tagged_commit)[:7]}); {r.pointer} → {r.version}; note: {r.note}")
+
+
+def rollback(
+    to: Annotated[str | None, typer.Option("--to", help="Version or revision to put in production (default: where it was before the last release).")] = None,
+    harness: HarnessOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move the production ref back to the previous release (or to --to)."""
+    from harnessctl.loop.release import rollback as do_rollback
+
+    with _errors():
+        r = do_rollback(resolve_harness_path(harness), to)
+    if as_json:
+        print_json(r.__dict__)
+        return
+    out.print(f"{r.pointer}: {r.from_commit[:7]} → {r.to_label} ({r.to_commit[:7]})")
+
+
+# -- bench ---------------------------------------------------------------------------------------
+
+
+@bench_app.command("latency")
+def bench_latency_cmd(
+    model: ModelOpt,
+    api_base: ApiBaseOpt = None,
+    concurrency: Annotated[str, typer.Option("--concurrency", "-c", help="Requests in flight, a comma list, e.g. 1,4,16.")] = "1,4,16",
+    requests: Annotated[int | None, typer.Option("--requests", "-n", min=1, help="Requests per concurrency level (default max(2c, 8)).")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per reply.")] = 128,
+    latency_budget: Annotated[str, typer.Option("--latency-budget", help="Reply latency budget, e.g. 15s.")] = "15s",
+    harness: HarnessOpt = None,
+    evals_dir: EvalsDirOpt = Path("evals"),
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the endpoint's API key.")] = None,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="Do not stream (no time to first token).")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write the results as a self-contained HTML page.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per-reply latency against a served model: P50/P95/P99, time to first token, tokens/s,
+    share over budget — at each concurrency. Exit 1 when P95 is over the budget at any level."""
+    import os
+
+    from harnessctl.loop.bench import bench_latency, bench_requests, parse_concurrency
+    from harnessctl.loop.report import bench_page
+
+    with _errors():
+        levels = parse_concurrency(concurrency)
+        budget = _duration(latency_budget, "--latency-budget")
+        key = None
+        if api_key_env:
+            key = os.environ.get(api_key_env)
+            if not key:
+                raise CLIError(f"environment variable {api_key_env} is not set (it should hold the API key)")
+        reqs = bench_requests(resolve_harness_path(harness), evals_dir, n=32)
+        with _progress(not as_json) as progress:
+            result = bench_latency(
+                model, api_base=api_base, api_key=key, concurrency=levels, requests=reqs, per_level=requests, budget_s=budget,
+                max_tokens=max_tokens, stream=not no_stream, progress=progress,
+            )
+        if html:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_text(bench_page(result), encoding="utf-8")
+    missed = [lv.concurrency for lv in result.levels if not lv.p95 <= budget]
+    if as_json:
+        print_json(result.to_dict() | {"over_budget_at": missed})
+    else:
+        table = Table(title=f"latency — {model}", title_justify="left")
+        for col in ("concurrency", "n", "errors", "P50 s", "P95 s", "P99 s", "TTFT P50 s", "tokens/s", "over budget", "req/s"):
+            table.add_column(col, justify="right")
+        for lv in result.levels:
+            table.add_row(
+                str(lv.concurrency), str(lv.n), str(lv.errors), f"{lv.p50:.3f}", f"{lv.p95:.3f}", f"{lv.p99:.3f}",
+                "—" if lv.ttft_p50 is None else f"{lv.ttft_p50:.3f}", "—" if lv.tokens_per_s is None else f"{lv.tokens_per_s:.1f}",
+                f"{100 * lv.over_budget:.1f}%", f"{lv.throughput_rps:.2f}",
+            )
+        out.print(table)
+        if result.note:
+            out.print(f"[dim]{result.note}[/]")
+        if html:
+            out.print(f"HTML written to [bold]{html}[/]")
+    if missed:
+        if not as_json:
+            err.print(f"[red]P95 over the {budget:g}s budget at concurrency {', '.join(map(str, missed))}[/]")
+        raise typer.Exit(EXIT_DIFFERENT)

@@ -1,0 +1,127 @@
+"""HTML for the loop: a diagnosis section in a run's report, and a latency bench page.
+
+Both reuse the eval report's inline-SVG charts and style, so the result is one self-contained
+file (no network). :func:`write_run_report` writes a run's report with the diagnosis section
+placed before the case table.
+
+>>> html = diagnosis_section(diagnose_run("tiny1"))      # doctest: +SKIP
+>>> html.startswith("<h2>Diagnosis")                    # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harnessctl.eval.report import _CSS, bar_chart, render_report
+
+from .bench import LatencyBench
+from .diagnose import Diagnosis
+
+_CASES_HEADING = "<h2>Cases</h2>"
+
+
+def diagnosis_section(d: Diagnosis, *, clusters: int = 12) -> str:
+    """The diagnosis as an HTML section: impact by element and component, then each cluster
+    with its example cases (viewer message, the model's steps, what was expected)."""
+    out = [
+        f"<h2>Diagnosis — {d.n_failed} of {d.n_results} cases failed</h2>",
+        (
+            "<p class=meta>clusters of failures by kind, score component and harness element, ranked by impact "
+            "(score lost by the cases in the cluster)</p>"
+        ),
+        "<div class=grid><div><h3>Impact by harness element</h3>",
+        bar_chart(list(d.by_element.items())[:12], max_value=0.0, color="#cf222e"),
+        "</div><div><h3>Impact by score component</h3>",
+        bar_chart(list(d.by_component.items())[:8], max_value=0.0, color="#9a6700"),
+        "</div></div>",
+        "<table><thead><tr><th>#</th><th>kind</th><th>component</th><th>element</th><th>cases</th><th>impact</th><th>confused with</th></tr></thead><tbody>",
+    ]
+    for i, c in enumerate(d.clusters[:clusters], 1):
+        others = ", ".join(f"{k} ({v})" for k, v in list(c.others.items())[:3])
+        out.append(
+            f"<tr><td class=num>{i}</td><td>{escape(c.kind)}</td><td>{escape(c.component)}</td><td><code>{escape(c.element)}</code></td>"
+            f"<td class=num>{c.cases}</td><td class=num>{c.impact:.2f}</td><td>{escape(others)}</td></tr>"
+        )
+    out.append("</tbody></table>")
+    for i, c in enumerate(d.clusters[:clusters], 1):
+        out.append(f"<details><summary>#{i} {escape(c.kind)} · {escape(c.element)} — {c.cases} cases</summary>")
+        for e in c.examples:
+            steps = "\n".join(e.steps) or "(no tool calls)"
+            out.append(
+                f"<p><b>{escape(e.suite)}/{escape(e.case_id)}</b> score {100 * e.score:.1f}{' · ' + escape(e.detail) if e.detail else ''}</p>"
+                f"<pre>viewer: {escape(e.query)}\n\nsteps:\n{escape(steps)}\n\nreply: {escape(e.reply)}\n\nexpected: {escape(_expected(e.expected))}</pre>"
+            )
+        out.append("</details>")
+    return "\n".join(out)
+
+
+def _expected(exp: dict[str, Any]) -> str:
+    parts = []
+    if exp.get("skill"):
+        parts.append(f"skill {exp['skill']}")
+    if exp.get("calls"):
+        parts.append("calls " + ", ".join(exp["calls"]))
+    if exp.get("facts"):
+        parts.append("facts " + ", ".join(exp["facts"]))
+    if exp.get("faults"):
+        parts.append("faults " + ", ".join(f"{k}: {'/'.join(v)}" for k, v in exp["faults"].items()))
+    return "; ".join(parts) or "(the case was not at hand)"
+
+
+def write_run_report(run_root: str | Path, d: Diagnosis, out_file: str | Path | None = None) -> Path:
+    """Write the run's HTML report with the diagnosis section before the case table."""
+    from harnessctl.eval.store import REPORT, RunStore
+    from harnessctl.eval.summary import summarize
+
+    store = RunStore.open(run_root)
+    results, manifest = store.results(), store.manifest
+    budget = (manifest.get("config") or {}).get("latency_budget_s")
+    html = render_report(results, manifest, summary=summarize(results, manifest, latency_budget_s=budget))
+    section = diagnosis_section(d)
+    html = html.replace(_CASES_HEADING, section + "\n" + _CASES_HEADING, 1) if _CASES_HEADING in html else html.replace("</body>", section + "</body>")
+    target = Path(out_file) if out_file else store.root / REPORT
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+    return target
+
+
+def bench_page(bench: LatencyBench) -> str:
+    """A self-contained HTML page of a latency bench: percentiles per concurrency, TTFT, tokens/s."""
+    rows = []
+    for lv in bench.levels:
+        rows.append(
+            f"<tr><td class=num>{lv.concurrency}</td><td class=num>{lv.n}</td><td class=num>{lv.errors}</td>"
+            f"<td class=num>{_s(lv.p50)}</td><td class=num>{_s(lv.p95)}</td><td class=num>{_s(lv.p99)}</td>"
+            f"<td class=num>{_s(lv.ttft_p50)}</td><td class=num>{_s(lv.ttft_p95)}</td>"
+            f"<td class=num>{'—' if lv.tokens_per_s is None else f'{lv.tokens_per_s:.1f}'}</td>"
+            f"<td class=num>{100 * lv.over_budget:.1f}%</td><td class=num>{lv.throughput_rps:.2f}</td></tr>"
+        )
+    charts = []
+    for q in ("p50", "p95", "p99"):
+        charts.append(f"<div><h3>{q.upper()} per reply (s)</h3>")
+        charts.append(bar_chart([(f"c={lv.concurrency}", getattr(lv, q)) for lv in bench.levels if not math.isnan(getattr(lv, q))],
+                                max_value=bench.budget_s, unit="s"))
+        charts.append("</div>")
+    return "\n".join([
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+        f"<title>latency bench — {escape(bench.model)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Latency bench — {escape(bench.model)}</h1>",
+        f"<p class=meta>budget {bench.budget_s:g}s per reply · max {bench.max_tokens} tokens per reply"
+        + (f" · {escape(bench.note)}" if bench.note else "") + "</p>",
+        (
+            "<table><thead><tr><th>concurrency</th><th>n</th><th>errors</th><th>P50 s</th><th>P95 s</th><th>P99 s</th>"
+            "<th>TTFT P50 s</th><th>TTFT P95 s</th><th>tokens/s</th><th>over budget</th><th>req/s</th></tr></thead><tbody>"
+        ),
+        *rows,
+        "</tbody></table><div class=grid>",
+        *charts,
+        "</div></body></html>",
+    ])
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None or math.isnan(x) else f"{x:.3f}"

@@ -1,0 +1,86 @@
+"""The improvement loop: keeps only edits that win without a regression, journals every step,
+and resumes after an interrupt without redoing finished steps."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harnessctl.loop.improve import LoopConfig, run_loop
+from harnessctl.loop.journal import Journal, LoopInterrupted
+from tests.conftest import LIVECOMMERCE
+
+from .conftest import EVALS
+from .support import ShortRuleSpanModel, hc
+
+
+def _config(tmp_path, **kw) -> LoopConfig:
+    return LoopConfig(**{"model": "short-rule-span", "harness_dir": str(LIVECOMMERCE), "budget": 3, "limit": 20, "cache": False,
+                         "evals_dir": str(EVALS), "loops_dir": str(tmp_path / "loops"), **kw})
+
+
+def test_the_loop_keeps_edits_that_win_without_a_regression(tmp_path):
+    result = run_loop(_config(tmp_path), loop_id="l1", backend=ShortRuleSpanModel())
+    assert result.kept, result.rows
+    assert sum(result.final.values()) > sum(result.baseline.values())
+    for row in result.rows:
+        if row["kept"]:
+            assert row["slice"]["score_after"] > row["slice"]["score_before"]
+            assert all(row["after"][s] >= row["before"][s] - 1.0 for s in row["before"])
+    steps = [json.loads(line)["step"] for line in (tmp_path / "loops" / "l1" / "journal.jsonl").read_text().splitlines()]
+    assert steps[0] == "baseline" and steps[-1] == "end" and len(steps) == len(set(steps))
+    assert (tmp_path / "loops" / "l1" / "harness" / result.kept[0]["candidate"] / "harness.yaml").is_file()
+
+
+def test_the_loop_resumes_after_an_interrupt_without_redoing_finished_steps(tmp_path):
+    whole = run_loop(_config(tmp_path, loops_dir=str(tmp_path / "whole")), loop_id="w", backend=ShortRuleSpanModel())
+    cfg = _config(tmp_path)
+    with pytest.raises(LoopInterrupted):
+        run_loop(cfg, loop_id="r", backend=ShortRuleSpanModel(), stop_after=3)  # baseline, diagnose, propose
+    journal = tmp_path / "loops" / "r" / "journal.jsonl"
+    assert [json.loads(x)["step"] for x in journal.read_text().splitlines()] == ["baseline", "r1.diagnose", "r1.propose"]
+    baseline_records = (tmp_path / "loops" / "r" / "runs" / "baseline" / "records.jsonl").read_bytes()
+    seen = []
+    resumed = run_loop(cfg, loop_id="r", backend=ShortRuleSpanModel(), on_step=lambda name, data: seen.append(name))
+    assert "baseline" not in seen and "r1.propose" not in seen and seen[0].startswith("c1.")
+    assert (tmp_path / "loops" / "r" / "runs" / "baseline" / "records.jsonl").read_bytes() == baseline_records  # not run again
+    assert resumed.final == whole.final and [r["proposal"] for r in resumed.rows] == [r["proposal"] for r in whole.rows]
+    steps = [json.loads(x)["step"] for x in journal.read_text().splitlines()]
+    assert len(steps) == len(set(steps))
+
+
+def test_a_journal_line_torn_by_a_kill_is_cut_off_and_that_step_runs_again(tmp_path):
+    j = Journal(tmp_path)
+    j.step("a", lambda: {"x": 1})
+    with open(j.path, "a", encoding="utf-8") as f:
+        f.write('{"step": "b", "da')  # killed half-way through a write
+    j2 = Journal(tmp_path)
+    assert j2.done("a") == {"x": 1} and j2.done("b") is None
+    assert j2.step("b", lambda: {"x": 2}) == {"x": 2}
+
+
+def test_a_loop_resumed_with_other_settings_is_refused(tmp_path):
+    with pytest.raises(LoopInterrupted):
+        run_loop(_config(tmp_path), loop_id="s", backend=ShortRuleSpanModel(), stop_after=1)
+    with pytest.raises(ValueError, match="other settings"):
+        run_loop(_config(tmp_path, budget=9), loop_id="s", backend=ShortRuleSpanModel())
+
+
+def test_loop_cli_runs_the_tiny_model_in_process_and_resumes_a_finished_loop(tmp_path, tiny_model_path):
+    args = ["loop", "--model", f"local:{tiny_model_path}", "--budget", "1", "--suite", "livestream", "--limit", "2",
+            "--evals-dir", str(EVALS), "--loops-dir", str(tmp_path / "loops"), "--loop-id", "tiny", "-H", str(LIVECOMMERCE),
+            "--no-cache", "--json"]
+    first = hc(*args)
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)
+    assert data["loop_id"] == "tiny" and data["baseline"]["livestream"] <= 100.0
+    assert len(data["rows"]) <= 1  # the budget: one candidate at most
+    again = hc("loop", "--model", "ignored", "--resume", "tiny", "--loops-dir", str(tmp_path / "loops"), "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["final"] == data["final"]
+
+
+def test_loop_cli_rejects_a_bad_suite_with_exit_2(tmp_path):
+    proc = hc("loop", "--model", "oracle", "--suite", "ifeval", "-H", str(LIVECOMMERCE), "--loops-dir", str(tmp_path))
+    assert proc.returncode == 2 and "--suite 'ifeval'" in proc.stderr
