@@ -29,7 +29,7 @@ ModelOpt = Annotated[
     typer.Option(
         "--model", "-m",
         help="oracle, local:<path> or a litellm string such as openai/<name> or anthropic/<model>. "
-        "Default: $HARNESSCTL_MODEL, else the trained default, else the oracle (the reference policy, which reads the answer key).",
+        "Default: $HARNESSCTL_MODEL, else the trained default, else the shipped HAT model, else the oracle (the reference policy, which reads the answer key).",
     ),
 ]
 ApiBaseOpt = Annotated[
@@ -56,22 +56,20 @@ def choose_model(model: str | None, *, quiet: bool = False) -> str:
     """
     if model:
         return model
-    from harnessctl.models.registry import MODEL_ENV, ORACLE, default_model_spec
+    from harnessctl.models.registry import MODEL_ENV, default_model_source
 
     from .output import err
 
-    spec = default_model_spec()
+    spec, source = default_model_source()
     if not quiet:
-        if spec == ORACLE:
+        if source == "oracle":
             err.print(
                 "[yellow]model: oracle[/] — the reference policy (reads the answer key), not a model; "
-                "no --model given, no $HARNESSCTL_MODEL and no trained default. Pass --model to evaluate a model."
+                "no --model given, no $HARNESSCTL_MODEL, no trained default and no shipped model. Pass --model to evaluate a model."
             )
         else:
-            import os
-
-            source = f"${MODEL_ENV}" if os.environ.get(MODEL_ENV, "").strip() else "the trained default"
-            err.print(f"[dim]model: {spec} (from {source}; pass --model to choose another)[/]")
+            where = {"env": f"${MODEL_ENV}", "trained": "the trained default", "shipped": "the shipped HAT model"}[source]
+            err.print(f"[dim]model: {spec} (from {where}; pass --model to choose another)[/]")
     return spec
 
 

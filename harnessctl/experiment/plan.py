@@ -15,7 +15,7 @@ Arms, in the order they run (a parent always runs first):
 >>> [a.name for a in plan.arms()]
 ['base', 'fixed-sft', 'hsa-sft', 'hsa-sft-opd', 'hat']
 >>> apply_overrides(plan, ["eval_limit=2", "sft.max_steps=3"]).stage_overrides["sft"]["max_steps"]
-3
+'3'
 """
 
 from __future__ import annotations
@@ -121,12 +121,12 @@ def full_plan(**kw: Any) -> StudyPlan:
 def quick_plan(**kw: Any) -> StudyPlan:
     """The same arms, smaller everything (about 10-15 minutes on 2 CPU cores)."""
     return StudyPlan(
-        preset="quick", data_n=240, data_variants=20, eval_limit=12,
+        preset="quick", data_n=200, data_variants=20, eval_limit=10,
         stage_overrides={
-            "base": {"max_steps": 120, "rows": 1500},
-            "sft": {"max_steps": 60},
-            "distill": {"max_steps": 15, "n_prompts": 120},
-            "rl": {"max_steps": 4, "cases": 40},
+            "base": {"max_steps": 100, "rows": 1600},
+            "sft": {"max_steps": 40},
+            "distill": {"max_steps": 10, "n_prompts": 80},
+            "rl": {"max_steps": 3, "cases": 24},
         },
         **kw,
     )

@@ -246,7 +246,7 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
     done = _read_json(arm_dir / ARM_FILE)
     if done and done.get("status") == "done":
         say(f"arm {arm.name}: finished before, reusing {arm_dir / ARM_FILE}")
-        return done
+        return _refresh(done, arm_dir)
     arm_dir.mkdir(parents=True, exist_ok=True)
     train = train_arm(plan, arm, root, say, progress)
     run_dir, eval_s = evaluate_arm(plan, arm, root, say, progress)
@@ -277,6 +277,22 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
     }
     _write_json(arm_dir / ARM_FILE, record)
     return record
+
+
+def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
+    """A finished arm's numbers read again from its evaluation runs (the runs are the record;
+    nothing is trained or evaluated again)."""
+    from harnessctl.eval.store import RunError
+
+    try:
+        metrics = arm_metrics(arm_dir / "eval" / "suites")
+    except (OSError, ValueError, RunError):  # the run folder was removed: keep the numbers written when the arm finished
+        return done
+    served = arm_dir / "eval" / "served"
+    if (served / "manifest.json").is_file():
+        s = arm_metrics(served)
+        metrics["served_latency"] = {**s["latency"], "livestream": s["scores"].get("livestream")}
+    return {**done, "metrics": metrics}
 
 
 def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
