@@ -79,11 +79,11 @@ def _print(results: dict, folder: Path) -> None:
     for arm in results["arms"]:
         m, c = arm["metrics"], arm["compute"]
         s, sl = m["scores"], m["slices"]
-        table.add_row(arm["label"], n(s.get("livestream")), n(s.get("variant")), n(sl.get("history_v1")), n(sl.get("history_v2")),
+        table.add_row(arm["name"], n(s.get("livestream")), n(s.get("variant")), n(sl.get("history_v1")), n(sl.get("history_v2")),
                       n(s.get("robustness")), n(sl.get("tool_faults")), n(s.get("ifeval")), n(m["latency"].get("p95_s")),
                       f"{c.get('train_s', 0):.0f}")
-    table.add_row("[dim]paper: HAT[/]", "94.8", "94.6", "", "", "", "", "83.5", "", "")
-    table.add_row("[dim]paper: fixed-harness SFT[/]", "", "", "", "", "", "", "73.8", "", "")
+    table.add_row("[dim]paper hat[/]", "94.8", "94.6", "", "", "", "", "83.5", "", "")
+    table.add_row("[dim]paper fixed-sft[/]", "", "", "", "", "", "", "73.8", "", "")
     out.print(table)
     colors = {"met": "green", "missed": "red"}
     for g in results["goals"]:

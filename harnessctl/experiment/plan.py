@@ -75,6 +75,8 @@ class StudyPlan:
     data_variants: int = 50
     #: Cases per suite in every arm's evaluation (an even spread of the suite); 0: whole suites.
     eval_limit: int = 100
+    #: Cases of the real-history slice (the variant suite's cases under v1 and v2) per arm; 0: all of them.
+    history_limit: int = 0
     eval_max_tokens: int = 128
     eval_jobs: int = 1
     evals_dir: str = "evals"
@@ -85,8 +87,9 @@ class StudyPlan:
         for name in ("data_n", "data_variants", "eval_max_tokens", "eval_jobs"):
             if int(getattr(self, name)) < 1:
                 raise PlanError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.eval_limit < 0:
-            raise PlanError(f"eval_limit must be 0 (whole suites) or positive, got {self.eval_limit}")
+        for name in ("eval_limit", "history_limit"):
+            if int(getattr(self, name)) < 0:
+                raise PlanError(f"{name} must be 0 (every case) or positive, got {getattr(self, name)}")
         unknown = sorted(set(self.stage_overrides) - {"base", "sft", "distill", "rl"})
         if unknown:
             raise PlanError(f"stage_overrides: unknown stage {unknown[0]!r}; stages are base, sft, distill, rl")
@@ -121,7 +124,7 @@ def full_plan(**kw: Any) -> StudyPlan:
 def quick_plan(**kw: Any) -> StudyPlan:
     """The same arms, smaller everything (about 10-15 minutes on 2 CPU cores)."""
     return StudyPlan(
-        preset="quick", data_n=200, data_variants=20, eval_limit=10,
+        preset="quick", data_n=200, data_variants=20, eval_limit=10, history_limit=10,
         stage_overrides={
             "base": {"max_steps": 100, "rows": 1600},
             "sft": {"max_steps": 40},

@@ -70,6 +70,7 @@ def open_study(plan: StudyPlan, root: str | Path) -> Path:
     old = _read_json(root / PLAN_FILE)
     new = plan.to_dict()
     if old is not None:
+        old = {**new, **old}  # a field added since the study started could not have been chosen otherwise
         diffs = plan_differences({k: v for k, v in old.items() if k != "ablations"},
                                  {k: v for k, v in new.items() if k != "ablations"})
         if diffs:
@@ -193,15 +194,42 @@ def _eval_progress(enabled: bool, label: str) -> Any:
     return bar()
 
 
-def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool, *, served: bool = False) -> tuple[Path, float]:
-    """Evaluate the arm's model on the four suites (or, ``served``, on livestream through the
-    embedded OpenAI-compatible server); resumes a run stopped mid-way. Returns the run folder and
-    the seconds spent now."""
+HISTORY_DIR = "evals-history"
+
+
+def history_evals(plan: StudyPlan, root: Path) -> Path:
+    """A suites folder holding only the real-history slice of the variant suite (its cases under
+    the shipped versions v1 and v2, lines copied unchanged), so every arm is scored on it with a
+    sample of its own rather than the few history cases an even spread of the whole suite holds."""
+    from harnessctl.eval.suites import suite_path
+
+    folder = root / HISTORY_DIR
+    target = suite_path("variant", folder)
+    if not target.is_file():
+        source = suite_path("variant", plan.evals_dir)
+        if not source.is_file():
+            raise StudyError(f"{source}: suite file missing; rebuild the suites with `harnessctl eval build-suites`")
+        lines = [line for line in source.read_text(encoding="utf-8").splitlines(keepends=True)
+                 if '"history:v' in line and json.loads(line).get("harness", {}).get("kind") == "rev"]
+        if not lines:
+            raise StudyError(f"{source}: no case under the real history (history:v1/v2); rebuild the suites")
+        folder.mkdir(parents=True, exist_ok=True)
+        from harnessctl.eval.store import atomic_write
+
+        atomic_write(target, "".join(lines))
+    return folder
+
+
+def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool, *, kind: str = "suites") -> tuple[Path, float]:
+    """Evaluate the arm's model: ``suites`` (the four), ``history`` (the real-history slice) or
+    ``served`` (livestream through the embedded OpenAI-compatible server); resumes a run stopped
+    mid-way, skips a finished one. Returns the run folder and the seconds spent now."""
     from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
     from harnessctl.eval.store import RunStore
 
+    served = kind == "served"
     arm_dir = root / "arms" / arm.name
-    runs_dir, run_id = arm_dir / "eval", ("served" if served else "suites")
+    runs_dir, run_id = arm_dir / "eval", kind
     run_dir = runs_dir / run_id
     model_dir = (arm_dir / "model").resolve()
     summary = _read_json(run_dir / "summary.json")
@@ -217,9 +245,13 @@ def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool
             server = EmbeddedServer(resolve_model(f"local:{model_dir}"), model_name=arm.name, port=0, api_key=None).start()
             model, api_base, suites = f"openai/{arm.name}", server.url, ["livestream"]
         else:
-            model, api_base, suites = f"local:{model_dir}", None, list(SUITES)
-        say(f"arm {arm.name}: evaluate on {', '.join(suites)}" + (" through the embedded server" if served else "")
-            + (f", {plan.eval_limit} cases each" if plan.eval_limit else ""))
+            model, api_base = f"local:{model_dir}", None
+            suites = ["variant"] if kind == "history" else list(SUITES)
+        evals_dir = str(history_evals(plan, root)) if kind == "history" else plan.evals_dir
+        limit = plan.history_limit if kind == "history" else plan.eval_limit
+        what = "the real-history slice (v1, v2)" if kind == "history" else ", ".join(suites)
+        say(f"arm {arm.name}: evaluate on {what}" + (" through the embedded server" if served else "")
+            + (f", {limit} cases each" if limit else ""))
         with _eval_progress(progress, f"eval {arm.name}") as update:
             if (run_dir / "manifest.json").is_file():
                 if served:  # the server's port changed: a served run restarts rather than resumes
@@ -228,8 +260,8 @@ def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool
                     resume_eval(run_dir, jobs=plan.eval_jobs, progress=update)
             if not (run_dir / "manifest.json").is_file():
                 cfg = EvalConfig(
-                    suites=suites, model=model, api_base=api_base, jobs=plan.eval_jobs, limit=plan.eval_limit or None,
-                    cache=False, harness_path=plan.harness, evals_dir=plan.evals_dir, runs_dir=str(runs_dir),
+                    suites=suites, model=model, api_base=api_base, jobs=plan.eval_jobs, limit=limit or None,
+                    cache=False, harness_path=plan.harness, evals_dir=evals_dir, runs_dir=str(runs_dir),
                     max_tokens=plan.eval_max_tokens, seed=plan.seed, max_error_share=1.0,
                 )
                 run_eval(cfg, run_id=run_id, progress=update)
@@ -246,16 +278,23 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
     done = _read_json(arm_dir / ARM_FILE)
     if done and done.get("status") == "done":
         say(f"arm {arm.name}: finished before, reusing {arm_dir / ARM_FILE}")
-        return _refresh(done, arm_dir)
+        if (arm_dir / "eval" / "history" / "summary.json").is_file():
+            return _refresh(done, arm_dir)
+        # a study started before the history slice had its own run: measure it, train nothing
+        _, seconds = evaluate_arm(plan, arm, root, say, progress, kind="history")
+        done = _refresh(done, arm_dir)
+        done["compute"]["eval_s"] = round(done["compute"].get("eval_s", 0.0) + seconds, 2)
+        _write_json(arm_dir / ARM_FILE, done)
+        return done
     arm_dir.mkdir(parents=True, exist_ok=True)
     train = train_arm(plan, arm, root, say, progress)
     run_dir, eval_s = evaluate_arm(plan, arm, root, say, progress)
-    metrics = arm_metrics(run_dir)
+    _, history_s = evaluate_arm(plan, arm, root, say, progress, kind="history")
     served_s = 0.0
     if arm.name == FINAL_ARM:
-        served_dir, served_s = evaluate_arm(plan, arm, root, say, progress, served=True)
-        served = arm_metrics(served_dir)
-        metrics["served_latency"] = {**served["latency"], "livestream": served["scores"].get("livestream")}
+        _, served_s = evaluate_arm(plan, arm, root, say, progress, kind="served")
+    eval_s += history_s
+    metrics = _refresh({"metrics": arm_metrics(run_dir)}, arm_dir)["metrics"]
     parents = _lineage(plan, arm, root)
     compute = {
         "train_steps": train.get("steps", 0),
@@ -288,6 +327,15 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
         metrics = arm_metrics(arm_dir / "eval" / "suites")
     except (OSError, ValueError, RunError):  # the run folder was removed: keep the numbers written when the arm finished
         return done
+    history = arm_dir / "eval" / "history"
+    if (history / "manifest.json").is_file():
+        h = arm_metrics(history)
+        for rev in ("v1", "v2"):
+            metrics["slices"][f"history_{rev}"] = h["slices"][f"history_{rev}"]
+        metrics["history"] = {k: v for k, v in h["families"].items() if k.startswith("history:")}
+        metrics["families"] = {**{k: v for k, v in metrics["families"].items() if not k.startswith("history:")},
+                               **metrics["history"]}
+        metrics["n"]["history"] = h["n"].get("variant", 0)
     served = arm_dir / "eval" / "served"
     if (served / "manifest.json").is_file():
         s = arm_metrics(served)

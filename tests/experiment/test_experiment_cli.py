@@ -25,7 +25,7 @@ def env() -> dict[str, str]:
 def tiny_study(base_model: Path) -> list[str]:
     """The smallest study that still runs every stage for real: a step or two each, one case per suite."""
     sets = {
-        "base_model": str(base_model), "data_n": 6, "data_variants": 2, "eval_limit": 1, "eval_max_tokens": 12,
+        "base_model": str(base_model), "data_n": 6, "data_variants": 2, "eval_limit": 1, "history_limit": 2, "eval_max_tokens": 12,
         "base.max_steps": 1, "base.rows": 24, "base.per_device_batch_size": 2,
         "sft.max_steps": 1, "sft.per_device_batch_size": 2,
         "distill.max_steps": 1, "distill.n_prompts": 4, "distill.per_device_batch_size": 2, "distill.max_completion_length": 8,
@@ -78,7 +78,8 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(
         if arm["parent"]:  # each arm trained from its parent arm's checkpoint
             assert manifest["parent"] == str(study / "arms" / arm["parent"] / "model")
         assert arm["compute"]["train_steps"] == 1 and arm["compute"]["train_s"] > 0
-        assert arm["metrics"]["n"] == {"livestream": 1, "variant": 1, "robustness": 1, "ifeval": 1}
+        assert arm["metrics"]["n"] == {"livestream": 1, "variant": 1, "robustness": 1, "ifeval": 1, "history": 2}
+        assert set(arm["metrics"]["history"]) == {"history:v1", "history:v2"}  # the real history, its own sample
         assert set(arm["metrics"]["scores"]) == {"livestream", "variant", "robustness", "ifeval"}
         assert arm["metrics"]["latency"]["p95_s"] > 0
         assert arm["curve"], "a learning curve from the trainer's log"
