@@ -62,16 +62,21 @@ def choose_model(model: str | None, *, quiet: bool = False) -> str:
 
     spec = default_model_spec()
     if not quiet:
+        import os
+
+        if os.environ.get(MODEL_ENV, "").strip():
+            source = f"from ${MODEL_ENV}"
+        elif spec == ORACLE:
+            source = f"no --model, no ${MODEL_ENV} and no trained default"
+        else:
+            source = "the trained default"
         if spec == ORACLE:
             err.print(
-                "[yellow]model: oracle[/] — the reference policy (reads the answer key), not a model; "
-                "no --model given, no $HARNESSCTL_MODEL and no trained default. Pass --model to evaluate a model."
+                f"[yellow]model: oracle[/] ({source}) — the reference policy, which reads the answer key; "
+                "not a model. Pass --model to evaluate a model."
             )
         else:
-            import os
-
-            source = f"${MODEL_ENV}" if os.environ.get(MODEL_ENV, "").strip() else "the trained default"
-            err.print(f"[dim]model: {spec} (from {source}; pass --model to choose another)[/]")
+            err.print(f"[dim]model: {spec} ({source}; pass --model to choose another)[/]")
     return spec
 
 
