@@ -335,6 +335,7 @@ class CaseRunner:
             failures=[str(f) for f in breakdown.failures], latency_s=record.latency_s, cached=cached,
             termination=record.termination.value if isinstance(record.termination, Termination) else str(record.termination),
             error=None, record=_stored(record), **counts,
+            details={"failure_entries": list((getattr(breakdown, "details", None) or {}).get("failure_entries", []))},
         )
 
     async def _ifeval(self, item: SuiteItem, repeat: int) -> CaseResult:

@@ -2,10 +2,10 @@
 
 =============  =====================================================================================
 ``livestream``  viewer cases under the harness being evaluated
-``variant``     cases under held-out HSA variants (regenerated from the seed and operators stored in
-                each case) and under the shipped history's real versions (v1, v2, v3)
-``robustness``  tool faults (error, timeout, malformed, empty) and prompt perturbations (typos,
-                paraphrases, noisy chat, distracting context)
+``variant``     cases under held-out HSA variants (regenerated from the seed, operators and bound
+                constraints stored in each case) and under the shipped history's versions (v1, v2)
+``robustness``  tool faults (error, timeout, malformed, partial, empty) and prompt perturbations
+                (typos, paraphrases, noisy chat, distracting context)
 ``ifeval``      general instruction following, scored by the IFEval checkers
 =============  =====================================================================================
 
