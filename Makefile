@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo loop-demo test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	bash scripts/demo.sh
+
+loop-demo: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/loop_demo.sh
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2

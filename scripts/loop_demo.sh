@@ -10,7 +10,7 @@
 # the gate passes) and that P95 latency stays within the 15 s budget.
 #
 #   bash scripts/loop_demo.sh [WORK_DIR]        (default: out/loop_demo)
-#   LIMIT=6 PYTHON=.venv/bin/python TINY_MODEL=path/to/built/model bash scripts/loop_demo.sh
+#   LIMIT=6 MAX_TOKENS=64 PYTHON=.venv/bin/python TINY_MODEL=path/to/built/model bash scripts/loop_demo.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ -z "${PYTHON:-}" ]; then
@@ -18,6 +18,7 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 WORK="$(mkdir -p "${1:-$ROOT/out/loop_demo}" && cd "${1:-$ROOT/out/loop_demo}" && pwd)"
 LIMIT="${LIMIT:-4}"
+MAX_TOKENS="${MAX_TOKENS:-256}"   # per model turn (the untrained model always writes them all)
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 REPO="$WORK/repo"
 H="$REPO/harnesses/livecommerce"
@@ -50,7 +51,7 @@ step "first release (no gate): v1 goes to production" hc release v1 --no-gate -H
 
 # 1. A failing run of the deployed model.
 step "evaluate the deployed model" hc eval --suite livestream,robustness --limit "$LIMIT" --model "$MODEL" -H "$H" \
-  --evals-dir "$ROOT/evals" --runs-dir "$RUNS" --run-id failing --no-cache -j 2
+  --evals-dir "$ROOT/evals" --runs-dir "$RUNS" --run-id failing --no-cache -j 2 --max-tokens "$MAX_TOKENS"
 
 # 2. Diagnosis: failures by kind, component and harness element, ranked by impact (+ HTML section).
 step "diagnose" hc diagnose failing --runs-dir "$RUNS" --report --top 8
@@ -62,7 +63,7 @@ step "propose and accept an edit" hc edit failing --runs-dir "$RUNS" -H "$H" --a
 # 4. The gate: evolution suite from the diff production -> candidate + standard suites, the same
 #    cases under both, compare rules, P95 latency budget; on a pass: tag v2, move the pointer.
 step "gated release" hc release v2 --gate --model "$MODEL" -H "$H" --limit "$LIMIT" --evals-dir "$ROOT/evals" \
-  --runs-dir "$RUNS" --notes-dir "$WORK/releases" --no-cache
+  --runs-dir "$RUNS" --notes-dir "$WORK/releases" --no-cache --max-tokens "$MAX_TOKENS"
 
 printf '\n$ git show-ref (scratch repository)\n'
 git -C "$REPO" show-ref | grep -E 'production|tags/'

@@ -45,7 +45,12 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
     trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"])
     corpus_hash = text_hash(json.dumps(rows, sort_keys=True))
     result = run_trainer(
-        trainer, cfg, parent=parent, data_hash=corpus_hash, resume_from=resume_from, progress=progress,
+        trainer,
+        cfg,
+        parent=parent,
+        data_hash=corpus_hash,
+        resume_from=resume_from,
+        progress=progress,
         extra_manifest={"data": f"general corpus, {cfg.rows} rows, seed {cfg.seed}", **info},
     )
     result.extra.update(info)

@@ -55,7 +55,9 @@ def parse(stage: str, argv: list[str]) -> tuple[str | None, dict[str, Any], dict
 
 def usage(stage: str) -> str:
     lines = [f"usage: python -m trainer.{stage} [--config FILE] [--resume] [--json] [--FIELD VALUE ...]", ""]
-    lines += [f"  --{name.replace('_', '-'):28} {text} (default: {default!r})" for name, text, default in field_help(stage)]
+    lines += [
+        f"  --{name.replace('_', '-'):28} {text} (default: {default!r})" for name, text, default in field_help(stage)
+    ]
     return "\n".join(lines)
 
 
@@ -80,7 +82,10 @@ def main(stage: str, argv: list[str] | None = None) -> None:
     if flags["json"]:
         print(json.dumps(summary, default=str))
     else:
-        print(f"{stage}: {result.steps} steps in {result.seconds:.1f} s ({result.tokens_per_s:.0f} tokens/s) -> {result.out}")
+        print(
+            f"{stage}: {result.steps} steps in {result.seconds:.1f} s "
+            f"({result.tokens_per_s:.0f} tokens/s) -> {result.out}"
+        )
     if result.interrupted:
         print(f"interrupted: resume with --resume (checkpoint {result.checkpoint})", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED)

@@ -273,8 +273,13 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self.bar = Progress(
-                TextColumn(f"[bold]train {cfg.stage}[/]"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                TextColumn("{task.fields[metrics]}"), console=Console(stderr=True), transient=False,
+                TextColumn(f"[bold]train {cfg.stage}[/]"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[metrics]}"),
+                console=Console(stderr=True),
+                transient=False,
             )
             self.bar.start()
             self.task = self.bar.add_task("steps", total=state.max_steps, completed=state.global_step, metrics="")
@@ -327,7 +332,9 @@ def prepare_out(cfg: TrainConfig, resume: bool) -> Path | None:
             raise TrainError(f"--resume: no checkpoint-N folder under {out}; run without --resume to start")
         return found
     if found is not None or (out / MANIFEST).is_file():
-        raise TrainError(f"--out {out}: already holds a training run; pass --resume to continue it or choose another --out")
+        raise TrainError(
+            f"--out {out}: already holds a training run; pass --resume to continue it or choose another --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     return None
 
@@ -374,9 +381,8 @@ def run_trainer(
         resumed_from=str(resume_from) if resume_from else None,
         log=[r for r in logger.logs if "loss" in r or "reward" in r],
     )
-    if resume_from is not None and start_step:
-        done_before = next((r.get("num_tokens", 0.0) for r in logger.logs), 0.0)
-        result.tokens = int(max(0.0, tokens - done_before))
+    if resume_from is not None and start_step:  # count only this run's tokens
+        result.tokens = int(max(0.0, tokens - _tokens_at(resume_from)))
     result.tokens_per_s = round(result.tokens / seconds, 1) if seconds > 0 else 0.0
     if interrupt.requested:
         found = last_checkpoint(out)
@@ -397,7 +403,9 @@ def save_final(trainer: Any, out: Path, manifest: dict[str, Any]) -> None:
     write_manifest(out, manifest)
 
 
-def manifest_for(cfg: TrainConfig, *, parent: str | None, data_hash: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
+def manifest_for(
+    cfg: TrainConfig, *, parent: str | None, data_hash: str | None, extra: dict[str, Any] | None
+) -> dict[str, Any]:
     return {
         "manifest_version": MANIFEST_VERSION,
         "stage": cfg.stage,
@@ -442,6 +450,15 @@ def _step_of(path: Path | None) -> int:
         return 0
 
 
+def _tokens_at(checkpoint: Path) -> float:
+    """Tokens trained up to a checkpoint, from its trainer_state.json (0 when not logged)."""
+    state = checkpoint / "trainer_state.json"
+    if not state.is_file():
+        return 0.0
+    history = json.loads(state.read_text(encoding="utf-8")).get("log_history", [])
+    return max([float(h.get("num_tokens", 0.0)) for h in history] + [0.0])
+
+
 def _final_metrics(logs: list[dict[str, float]]) -> dict[str, float]:
     final: dict[str, float] = {}
     for row in logs:
@@ -459,7 +476,11 @@ def copy_tokenizer_files(src: Path, dst: Path) -> None:
 
 
 def evaluate(
-    out: str | Path, cfg: TrainConfig, suites: str | None = None, limit: int | None = None, runs_dir: str | Path | None = None
+    out: str | Path,
+    cfg: TrainConfig,
+    suites: str | None = None,
+    limit: int | None = None,
+    runs_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Evaluates the checkpoint in ``out`` on ``suites`` (``--eval``), ``limit`` cases each, and
     returns ``{"scores": {suite: score}, "run": folder}``. Runs go under ``cfg.out/eval-runs``."""
@@ -469,8 +490,14 @@ def evaluate(
     if not names:
         return {}
     config = EvalConfig(
-        suites=names, model=f"local:{Path(out).resolve()}", limit=limit or cfg.eval_limit, jobs=1, cache=False,
-        harness_path=cfg.harness, runs_dir=str(runs_dir or Path(cfg.out) / "eval-runs"), max_tokens=cfg.eval_max_tokens,
+        suites=names,
+        model=f"local:{Path(out).resolve()}",
+        limit=limit or cfg.eval_limit,
+        jobs=1,
+        cache=False,
+        harness_path=cfg.harness,
+        runs_dir=str(runs_dir or Path(cfg.out) / "eval-runs"),
+        max_tokens=cfg.eval_max_tokens,
         seed=cfg.seed,
     )
     outcome = run_eval(config)

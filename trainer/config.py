@@ -51,7 +51,9 @@ class TrainConfig:
     save_total_limit: int = field(default=2, metadata={"help": "Checkpoints kept (oldest removed first)."})
     precision: str = field(default="auto", metadata={"help": "auto | bf16 | fp16 | fp32 (auto: bf16 where supported)."})
     device: str = field(default="auto", metadata={"help": "auto | cpu | cuda (auto: cuda when present)."})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "Trade compute for memory (GPU, big models)."})
+    gradient_checkpointing: bool = field(
+        default=False, metadata={"help": "Trade compute for memory (GPU, big models)."}
+    )
     lora_r: int = field(default=0, metadata={"help": "LoRA rank; 0 trains every weight."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling."})
     lora_target_modules: str = field(default="all-linear", metadata={"help": "Modules LoRA wraps."})
@@ -65,7 +67,13 @@ class TrainConfig:
     stage = ""
 
     def __post_init__(self) -> None:
-        for name in ("max_steps", "per_device_batch_size", "gradient_accumulation_steps", "logging_steps", "save_steps"):
+        for name in (
+            "max_steps",
+            "per_device_batch_size",
+            "gradient_accumulation_steps",
+            "logging_steps",
+            "save_steps",
+        ):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.learning_rate <= 0:
@@ -92,7 +100,9 @@ class TrainConfig:
 class BaseStageConfig(TrainConfig):
     """Stage 0: a base model from scratch on the project's general corpus (instructions, chat, tool use)."""
 
-    model: str = field(default="", metadata={"help": "Empty: build the tiny model first; else continue this checkpoint."})
+    model: str = field(
+        default="", metadata={"help": "Empty: build the tiny model first; else continue this checkpoint."}
+    )
     rows: int = field(default=3000, metadata={"help": "Rows of the generated general corpus."})
     max_length: int = field(default=512, metadata={"help": "Token limit per row (longer rows are refused, not cut)."})
     max_steps: int = field(default=300, metadata={"help": "Optimizer steps to run."})
@@ -194,7 +204,9 @@ class RLStageConfig(TrainConfig):
     )
     beta: float = field(default=0.0, metadata={"help": "KL penalty to the reference model (0: none, no copy kept)."})
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
-    use_vllm: bool = field(default=False, metadata={"help": "GPU only: generate with TRL's vLLM integration."})
+    use_vllm: bool = field(
+        default=False, metadata={"help": "Reserved: TRL's vLLM generation is not wired to whole-episode rollouts yet."}
+    )
     vllm_mode: str = field(default="colocate", metadata={"help": "colocate | server (TRL's vLLM modes)."})
 
     stage = "rl"
@@ -202,7 +214,9 @@ class RLStageConfig(TrainConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.num_generations < 2:
-            raise ConfigError(f"num_generations must be at least 2 (GRPO compares episodes in a group), got {self.num_generations}")
+            raise ConfigError(
+                f"num_generations must be at least 2 (GRPO compares episodes in a group), got {self.num_generations}"
+            )
         if self.per_device_batch_size % self.num_generations:
             raise ConfigError(
                 f"per_device_batch_size {self.per_device_batch_size} must be a multiple of num_generations "
@@ -219,6 +233,11 @@ class RLStageConfig(TrainConfig):
             raise ConfigError(f"think_penalty must be >= 0, got {self.think_penalty}")
         if self.cases < 1 or self.max_turn_tokens < 1 or self.max_completion_length < self.max_turn_tokens:
             raise ConfigError("cases and max_turn_tokens must be >= 1, and max_completion_length >= max_turn_tokens")
+        if self.use_vllm:
+            raise ConfigError(
+                "use_vllm: whole-episode rollouts sample turn by turn in process; TRL's vLLM path is not wired to "
+                "them yet (see docs/train.md). Set use_vllm=false"
+            )
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
 
@@ -291,7 +310,9 @@ def coerce(name: str, value: Any, hint: Any) -> Any:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                raise ConfigError(f"{name}: expected a JSON object such as '{{\"correctness\": 0.5}}', got {value!r}") from None
+                raise ConfigError(
+                    f"{name}: expected a JSON object such as '{{\"correctness\": 0.5}}', got {value!r}"
+                ) from None
         if not isinstance(value, dict):
             raise ConfigError(f"{name}: expected a mapping, got {value!r}")
         return {str(k): float(v) for k, v in value.items()}

@@ -28,7 +28,9 @@ def read_chat_rows(folder: str | Path, split: str = "train") -> list[dict[str, A
     p = Path(folder)
     path = p if p.is_file() else p / f"{split}.jsonl"
     if not p.exists():
-        raise TrainError(f"--data {folder}: no such folder; build one with `harnessctl augment --trajectories N --out DIR`")
+        raise TrainError(
+            f"--data {folder}: no such folder; build one with `harnessctl augment --trajectories N --out DIR`"
+        )
     if not path.is_file():
         raise TrainError(f"--data {folder}: no {path.name} in it; is it a folder written by `augment --trajectories`?")
     rows = []
@@ -39,7 +41,9 @@ def read_chat_rows(folder: str | Path, split: str = "train") -> list[dict[str, A
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
-            raise TrainError(f"{where}: not valid JSON ({e.msg}); each line is one {{messages, tools}} object") from None
+            raise TrainError(
+                f"{where}: not valid JSON ({e.msg}); each line is one {{messages, tools}} object"
+            ) from None
         rows.append(check_row(row, where))
     if not rows:
         raise TrainError(f"{path}: no rows; the dataset is empty")
@@ -67,7 +71,9 @@ def check_row(row: Any, where: str) -> dict[str, Any]:
         try:
             tools = json.loads(tools or "[]")
         except json.JSONDecodeError:
-            raise TrainError(f"{where}: 'tools' is a string but not JSON; write the list of tool specs as JSON") from None
+            raise TrainError(
+                f"{where}: 'tools' is a string but not JSON; write the list of tool specs as JSON"
+            ) from None
     if not isinstance(tools, list):
         raise TrainError(f"{where}: 'tools' must be a list of tool specs, got {type(tools).__name__}")
     return {"messages": messages, "tools": tools}
@@ -135,5 +141,7 @@ def to_dataset(rows: list[dict[str, Any]]) -> Any:
 
     from harnessctl.augment.trajectories import _plain_messages
 
-    plain = [{"messages": _plain_messages(r["messages"]), "tools": json.dumps(r["tools"], ensure_ascii=False)} for r in rows]
+    plain = [
+        {"messages": _plain_messages(r["messages"]), "tools": json.dumps(r["tools"], ensure_ascii=False)} for r in rows
+    ]
     return Dataset.from_list(plain, on_mixed_types="use_json")

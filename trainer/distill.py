@@ -8,8 +8,8 @@ such as a local Tulu 3 export) or, offline, the project's own general prompts
 (:func:`trainer.general_corpus.general_prompts`), never the ifeval suite's. The general (ifeval) and
 domain (livestream) scores are reported before and after (``eval_suites``).
 
->>> cfg = load_config("distill", "tiny-cpu", {"model": "out/sft", "teacher": "out/base", "out": "out/distill"})  # doctest: +SKIP
->>> train_distill(cfg).extra["before"]                                                                        # doctest: +SKIP
+>>> cfg = load_config("distill", "tiny-cpu", {"model": "out/sft", "teacher": "out/base", "out": "o"})  # doctest: +SKIP
+>>> train_distill(cfg).extra["before"]                                                             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def read_prompts(path: str | Path, n: int) -> list[list[dict[str, str]]]:
     before the first assistant turn)."""
     p = Path(path)
     if not p.is_file():
-        raise TrainError(f"--prompts {path}: no such file; pass a JSONL file of {{\"prompt\": ...}} lines")
+        raise TrainError(f'--prompts {path}: no such file; pass a JSONL file of {{"prompt": ...}} lines')
     out = []
     for number, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -74,7 +74,11 @@ def check_same_vocabulary(student: Any, teacher: Any, teacher_path: str) -> None
     s_vocab, t_vocab = student.get_vocab(), teacher.get_vocab()
     if s_vocab != t_vocab:
         only = sorted(set(t_vocab) ^ set(s_vocab))[:3]
-        detail = f"{len(t_vocab)} vs the student's {len(s_vocab)} tokens" if len(t_vocab) != len(s_vocab) else f"tokens differ, e.g. {only}"
+        detail = (
+            f"{len(t_vocab)} vs the student's {len(s_vocab)} tokens"
+            if len(t_vocab) != len(s_vocab)
+            else f"tokens differ, e.g. {only}"
+        )
         raise TrainError(
             f"--teacher {teacher_path}: another vocabulary ({detail}); on-policy distillation needs a teacher "
             "that shares the student's tokenizer (for the tiny model: the stage-0 base it was trained from)"
@@ -109,16 +113,30 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         before = evaluate(cfg.model, cfg, runs_dir=Path(cfg.out) / "eval-runs-before")
     tokenizer.padding_side = "left"
     args = DistillationConfig(
-        **training_arguments(cfg), beta=cfg.beta, max_completion_length=cfg.max_completion_length,
+        **training_arguments(cfg),
+        beta=cfg.beta,
+        max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
     )
     trainer = DistillationTrainer(
-        model=model, teacher_model=teacher, args=args, train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
-        processing_class=tokenizer, peft_config=peft_config(cfg),
+        model=model,
+        teacher_model=teacher,
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
+        processing_class=tokenizer,
+        peft_config=peft_config(cfg),
     )
     result = run_trainer(
-        trainer, cfg, parent=cfg.model, data_hash=data_hash, resume_from=resume_from, progress=progress,
-        extra_manifest={"teacher": cfg.teacher, "data": cfg.prompts or f"general prompts, {cfg.n_prompts}, seed {cfg.seed}"},
+        trainer,
+        cfg,
+        parent=cfg.model,
+        data_hash=data_hash,
+        resume_from=resume_from,
+        progress=progress,
+        extra_manifest={
+            "teacher": cfg.teacher,
+            "data": cfg.prompts or f"general prompts, {cfg.n_prompts}, seed {cfg.seed}",
+        },
     )
     result.extra.update(prompts=len(prompts), before=before.get("scores", {}))
     return finish(result, cfg)

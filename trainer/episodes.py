@@ -45,7 +45,9 @@ class TokenPolicy:
 
     name = "policy"
 
-    def __init__(self, model: Any, tokenizer: Any, *, temperature: float, max_turn_tokens: int, max_completion_length: int):
+    def __init__(
+        self, model: Any, tokenizer: Any, *, temperature: float, max_turn_tokens: int, max_completion_length: int
+    ):
         self.model = model
         self.tokenizer = tokenizer
         self.temperature = temperature
@@ -84,7 +86,9 @@ class TokenPolicy:
         # What follows the assistant's end-of-turn token in the template ("\n"), then the new turns.
         cut = before.rfind(self.eos_text)
         tail = before[cut + len(self.eos_text) :] if cut >= 0 else ""
-        env = ([] if self._stopped else [self.stop_ids[0]]) + self.tokenizer(tail + full[len(before) :], add_special_tokens=False)["input_ids"]
+        env = ([] if self._stopped else [self.stop_ids[0]]) + self.tokenizer(
+            tail + full[len(before) :], add_special_tokens=False
+        )["input_ids"]
         self.completion_ids += env
         self.env_mask += [0] * len(env)
         self.logprobs += [0.0] * len(env)
@@ -98,17 +102,28 @@ class TokenPolicy:
         input_ids = torch.tensor([context], device=self.model.device)
         with torch.inference_mode():
             out = self.model.generate(
-                input_ids=input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=budget, do_sample=True,
-                temperature=self.temperature, top_p=1.0, top_k=0, eos_token_id=self.stop_ids,
-                pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0],
-                return_dict_in_generate=True, output_logits=True,
+                input_ids=input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=budget,
+                do_sample=True,
+                temperature=self.temperature,
+                top_p=1.0,
+                top_k=0,
+                eos_token_id=self.stop_ids,
+                pad_token_id=self.tokenizer.pad_token_id
+                if self.tokenizer.pad_token_id is not None
+                else self.stop_ids[0],
+                return_dict_in_generate=True,
+                output_logits=True,
             )
         sampled = out.sequences[0, len(context) :].tolist()
         steps = torch.stack(out.logits, dim=1)[0].float() / self.temperature
         chosen = torch.tensor(sampled, device=steps.device)
         return sampled, steps.log_softmax(-1).gather(-1, chosen[:, None])[:, 0].tolist()
 
-    def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+    def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
         self._extend(messages, tools)
         room = self.max_completion_length - len(self.completion_ids)
         budget = min(self.max_turn_tokens, room)
@@ -131,10 +146,15 @@ class TokenPolicy:
         self.think_tokens.append(len(self.tokenizer(think, add_special_tokens=False)["input_ids"]) if think else 0)
         content, calls, errors = parse_tool_calls(text)
         return ModelResponse(
-            content=content, tool_calls=calls, parse_errors=errors,
+            content=content,
+            tool_calls=calls,
+            parse_errors=errors,
             finish_reason=("tool_calls" if calls else "stop") if self._stopped else "length",
-            prompt_tokens=len(context), completion_tokens=len(sampled), prompt_token_ids=list(context),
-            completion_token_ids=list(sampled), logprobs=logprobs,
+            prompt_tokens=len(context),
+            completion_tokens=len(sampled),
+            prompt_token_ids=list(context),
+            completion_token_ids=list(sampled),
+            logprobs=logprobs,
         )
 
 
@@ -185,7 +205,10 @@ class EpisodeRollout:
 
     def default_policy(self, model: Any, case: Any, harness: Any) -> TokenPolicy:
         return TokenPolicy(
-            model, self.tokenizer, temperature=self.cfg.temperature, max_turn_tokens=self.cfg.max_turn_tokens,
+            model,
+            self.tokenizer,
+            temperature=self.cfg.temperature,
+            max_turn_tokens=self.cfg.max_turn_tokens,
             max_completion_length=self.cfg.max_completion_length,
         )
 
@@ -200,8 +223,13 @@ class EpisodeRollout:
             self._floors = feasible_floors(self.source)
         ops = [o.strip() for o in self.cfg.hsa_ops.split(",") if o.strip()] or None
         return make_variant(
-            self.source, seed=group_seed, ops=ops, strength=self.cfg.hsa_strength, split="train",
-            variant_id=f"rl-{group_seed}", constraint_floors=self._floors,
+            self.source,
+            seed=group_seed,
+            ops=ops,
+            strength=self.cfg.hsa_strength,
+            split="train",
+            variant_id=f"rl-{group_seed}",
+            constraint_floors=self._floors,
         ).harness
 
     def case_for(self, prompt: Any) -> Any:
@@ -219,7 +247,7 @@ class EpisodeRollout:
         """Episodes for ``prompts`` (repeats of one prompt in a row form a group)."""
         from harnessctl.sim.scorer import score_episode
         from harnessctl.sim.world import World
-        from trainer.rewards import think_overrun
+        from trainer.rewards import task_share, think_overrun
 
         started = time.perf_counter()
         was_training = model.training
@@ -238,13 +266,23 @@ class EpisodeRollout:
                 record, policy = run_rollout_episode(policy, harness, case, env)
                 breakdown = score_episode(record, case)
                 budget = record.constraints.get("max_think_tokens")
-                samples.append(EpisodeSample(
-                    prompt_ids=policy.prompt_ids, completion_ids=policy.completion_ids or [self.tokenizer.eos_token_id],
-                    env_mask=policy.env_mask or [0], logprobs=policy.logprobs or [0.0],
-                    components=breakdown.components, think_over=think_overrun(policy.think_tokens, budget),
-                    episode={"case_id": case.id, "variant": getattr(harness, "version", None), "total": breakdown.total,
-                             "termination": record.termination.value, "turns": len(policy.turns)},
-                ))
+                samples.append(
+                    EpisodeSample(
+                        prompt_ids=policy.prompt_ids,
+                        completion_ids=policy.completion_ids or [self.tokenizer.eos_token_id],
+                        env_mask=policy.env_mask or [0],
+                        logprobs=policy.logprobs or [0.0],
+                        components={**breakdown.components, "task": task_share(breakdown.components)},
+                        think_over=think_overrun(policy.think_tokens, budget),
+                        episode={
+                            "case_id": case.id,
+                            "variant": getattr(harness, "version", None),
+                            "total": breakdown.total,
+                            "termination": record.termination.value,
+                            "turns": len(policy.turns),
+                        },
+                    )
+                )
                 self.timing["generate_s"] += policy.generate_s
         finally:
             if was_training:

@@ -29,34 +29,87 @@ KINDS = ("instruction", "chat", "tool_use")
 
 #: General topics, each with a few plain sentences about it.
 TOPICS: dict[str, list[str]] = {
-    "ocean tides": ["Tides rise and fall about twice a day.", "The moon pulls the water toward it.",
-                    "Spring tides are the strongest ones.", "Sailors plan trips around the tide table."],
-    "growing tomatoes": ["Tomatoes need six hours of sun.", "Water the roots and not the leaves.",
-                         "A stake keeps the plant upright.", "Pick the fruit when it turns deep red."],
-    "learning chess": ["Each side starts with sixteen pieces.", "The knight moves in an L shape.",
-                       "Control of the centre matters early.", "Checkmate ends the game."],
-    "baking bread": ["Yeast makes the dough rise.", "Kneading builds the gluten.",
-                     "A hot oven gives a crisp crust.", "Let the loaf cool before slicing."],
-    "city cycling": ["A helmet protects your head.", "Lights help drivers see you at night.",
-                     "Signal before you turn.", "Keep the tyres firm for an easy ride."],
-    "night sky watching": ["Dark places show more stars.", "Your eyes adapt in about twenty minutes.",
-                           "Planets shine without twinkling.", "A red light keeps your night vision."],
-    "saving water at home": ["Short showers save many litres.", "Fix a dripping tap quickly.",
-                             "Run the washer only when it is full.", "Collect rain for the garden."],
-    "learning a language": ["Practice a little every day.", "Speak out loud even when unsure.",
-                            "Listen to songs in the language.", "Review new words the next morning."],
-    "keeping bees": ["A colony has one queen.", "Worker bees gather nectar and pollen.",
-                     "Bees need water near the hive.", "Honey is harvested late in summer."],
-    "mountain hiking": ["Start early to avoid afternoon storms.", "Carry more water than you expect to need.",
-                        "Tell someone your route.", "Turn back if the weather changes."],
-    "birdwatching": ["Mornings are the busiest time for birds.", "Binoculars help you see details.",
-                     "Learn a few common songs first.", "Keep a notebook of what you see."],
-    "recycling paper": ["Paper fibres can be reused several times.", "Keep paper dry before recycling.",
-                        "Remove plastic windows from envelopes.", "Recycled paper saves trees and energy."],
+    "ocean tides": [
+        "Tides rise and fall about twice a day.",
+        "The moon pulls the water toward it.",
+        "Spring tides are the strongest ones.",
+        "Sailors plan trips around the tide table.",
+    ],
+    "growing tomatoes": [
+        "Tomatoes need six hours of sun.",
+        "Water the roots and not the leaves.",
+        "A stake keeps the plant upright.",
+        "Pick the fruit when it turns deep red.",
+    ],
+    "learning chess": [
+        "Each side starts with sixteen pieces.",
+        "The knight moves in an L shape.",
+        "Control of the centre matters early.",
+        "Checkmate ends the game.",
+    ],
+    "baking bread": [
+        "Yeast makes the dough rise.",
+        "Kneading builds the gluten.",
+        "A hot oven gives a crisp crust.",
+        "Let the loaf cool before slicing.",
+    ],
+    "city cycling": [
+        "A helmet protects your head.",
+        "Lights help drivers see you at night.",
+        "Signal before you turn.",
+        "Keep the tyres firm for an easy ride.",
+    ],
+    "night sky watching": [
+        "Dark places show more stars.",
+        "Your eyes adapt in about twenty minutes.",
+        "Planets shine without twinkling.",
+        "A red light keeps your night vision.",
+    ],
+    "saving water at home": [
+        "Short showers save many litres.",
+        "Fix a dripping tap quickly.",
+        "Run the washer only when it is full.",
+        "Collect rain for the garden.",
+    ],
+    "learning a language": [
+        "Practice a little every day.",
+        "Speak out loud even when unsure.",
+        "Listen to songs in the language.",
+        "Review new words the next morning.",
+    ],
+    "keeping bees": [
+        "A colony has one queen.",
+        "Worker bees gather nectar and pollen.",
+        "Bees need water near the hive.",
+        "Honey is harvested late in summer.",
+    ],
+    "mountain hiking": [
+        "Start early to avoid afternoon storms.",
+        "Carry more water than you expect to need.",
+        "Tell someone your route.",
+        "Turn back if the weather changes.",
+    ],
+    "birdwatching": [
+        "Mornings are the busiest time for birds.",
+        "Binoculars help you see details.",
+        "Learn a few common songs first.",
+        "Keep a notebook of what you see.",
+    ],
+    "recycling paper": [
+        "Paper fibres can be reused several times.",
+        "Keep paper dry before recycling.",
+        "Remove plastic windows from envelopes.",
+        "Recycled paper saves trees and energy.",
+    ],
 }
 
-_WRITE = ("Write a short note about {t}.", "Tell me a little about {t}.", "Give a brief explanation of {t}.",
-          "Describe {t} in a few sentences.", "Share some basic tips on {t}.")
+_WRITE = (
+    "Write a short note about {t}.",
+    "Tell me a little about {t}.",
+    "Give a brief explanation of {t}.",
+    "Describe {t} in a few sentences.",
+    "Share some basic tips on {t}.",
+)
 _KEYWORDS = ("simple", "patience", "routine", "careful", "season", "friendly", "steady")
 _ENDINGS = ("Is there anything else I can help with?", "Hope this helps.", "Enjoy trying it.")
 
@@ -65,8 +118,9 @@ def instruction_row(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]
     """One instruction-following row and its check, ``{"instruction_id_list": [...], "kwargs": [...]}``."""
     topic = rng.choice(sorted(TOPICS))
     sentences = rng.sample(TOPICS[topic], rng.randint(2, 4))
-    kind = rng.choice(("lowercase", "keywords", "bullets", "quotes", "ending", "json", "no_comma",
-                       "title", "sentences"))
+    kind = rng.choice(
+        ("lowercase", "keywords", "bullets", "quotes", "ending", "json", "no_comma", "title", "sentences")
+    )
     body = " ".join(sentences)
     if kind == "lowercase":
         text, iid, kw = "Your whole answer must be in lowercase letters.", "change_case:english_lowercase", {}
@@ -105,8 +159,11 @@ def instruction_row(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]
         iid, kw = "length_constraints:number_sentences", {"num_sentences": n, "relation": "less than"}
         reply = body
     prompt = f"{rng.choice(_WRITE).format(t=topic)} {text}"
-    row = {"messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}], "tools": [],
-           "meta": {"kind": "instruction", "topic": topic}}
+    row = {
+        "messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}],
+        "tools": [],
+        "meta": {"kind": "instruction", "topic": topic},
+    }
     return row, {"instruction_id_list": [iid], "kwargs": [kw]}
 
 
@@ -119,7 +176,10 @@ def chat_row(rng: random.Random) -> dict[str, Any]:
     elif kind == "count":
         word = rng.choice(("banana", "letter", "committee", "balloon", "pepper", "coffee", "mississippi"))
         ch = rng.choice(sorted(set(word)))
-        q, a_ = f"How many times does the letter {ch} appear in {word}?", f"The letter {ch} appears {word.count(ch)} times in {word}."
+        q, a_ = (
+            f"How many times does the letter {ch} appear in {word}?",
+            f"The letter {ch} appears {word.count(ch)} times in {word}.",
+        )
     elif kind == "sort":
         words = rng.sample(("pear", "kite", "river", "stone", "lamp", "cloud", "maple", "owl"), 4)
         q, a_ = f"Sort these words alphabetically: {', '.join(words)}.", ", ".join(sorted(words)) + "."
@@ -129,35 +189,79 @@ def chat_row(rng: random.Random) -> dict[str, Any]:
     else:
         phrase = rng.choice(("the sky is wide", "slow and steady", "one step at a time", "good morning friends"))
         q, a_ = f"Repeat after me: {phrase}", phrase
-    return {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a_}], "tools": [],
-            "meta": {"kind": "chat"}}
+    return {
+        "messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a_}],
+        "tools": [],
+        "meta": {"kind": "chat"},
+    }
 
 
 #: Generic tools: (canonical name, description, parameter, example values, result key, answer template).
 TOOLS: tuple[tuple[str, str, str, tuple[str, ...], str, str], ...] = (
-    ("get_weather", "current weather for a city", "city", ("Lisbon", "Oslo", "Nairobi", "Lima"), "forecast",
-     "The weather in {arg} is {value}."),
-    ("convert_currency", "euro amount in dollars", "amount", ("10", "25", "80", "120"), "dollars",
-     "{arg} euros are about {value} dollars."),
-    ("local_time", "the local time in a city", "city", ("Tokyo", "Denver", "Cairo", "Perth"), "time",
-     "It is {value} in {arg} right now."),
-    ("define_word", "the meaning of an English word", "word", ("brisk", "lucid", "ample", "frugal"), "meaning",
-     "{arg} means {value}."),
-    ("find_book", "the author of a book title", "title", ("Moby Dick", "Emma", "Dracula", "Ulysses"), "author",
-     "{arg} was written by {value}."),
-    ("flight_status", "whether a flight number is on time", "flight", ("AB12", "KL605", "QF9", "UA88"), "status",
-     "Flight {arg} is {value}."),
+    (
+        "get_weather",
+        "current weather for a city",
+        "city",
+        ("Lisbon", "Oslo", "Nairobi", "Lima"),
+        "forecast",
+        "The weather in {arg} is {value}.",
+    ),
+    (
+        "convert_currency",
+        "euro amount in dollars",
+        "amount",
+        ("10", "25", "80", "120"),
+        "dollars",
+        "{arg} euros are about {value} dollars.",
+    ),
+    (
+        "local_time",
+        "the local time in a city",
+        "city",
+        ("Tokyo", "Denver", "Cairo", "Perth"),
+        "time",
+        "It is {value} in {arg} right now.",
+    ),
+    (
+        "define_word",
+        "the meaning of an English word",
+        "word",
+        ("brisk", "lucid", "ample", "frugal"),
+        "meaning",
+        "{arg} means {value}.",
+    ),
+    (
+        "find_book",
+        "the author of a book title",
+        "title",
+        ("Moby Dick", "Emma", "Dracula", "Ulysses"),
+        "author",
+        "{arg} was written by {value}.",
+    ),
+    (
+        "flight_status",
+        "whether a flight number is on time",
+        "flight",
+        ("AB12", "KL605", "QF9", "UA88"),
+        "status",
+        "Flight {arg} is {value}.",
+    ),
 )
 _QUESTIONS = {
-    "get_weather": "What's the weather like in {arg}?", "convert_currency": "How much is {arg} euros in dollars?",
-    "local_time": "What time is it in {arg}?", "define_word": "What does the word {arg} mean?",
-    "find_book": "Who wrote {arg}?", "flight_status": "Is flight {arg} on time?",
+    "get_weather": "What's the weather like in {arg}?",
+    "convert_currency": "How much is {arg} euros in dollars?",
+    "local_time": "What time is it in {arg}?",
+    "define_word": "What does the word {arg} mean?",
+    "find_book": "Who wrote {arg}?",
+    "flight_status": "Is flight {arg} on time?",
 }
 _RESULTS = {
     "get_weather": ("sunny and 21 C", "light rain and 14 C", "windy and 9 C"),
-    "convert_currency": None, "local_time": ("08:15", "13:40", "19:05", "22:30"),
+    "convert_currency": None,
+    "local_time": ("08:15", "13:40", "19:05", "22:30"),
     "define_word": ("quick and energetic", "clear and easy to understand", "more than enough", "careful with money"),
-    "find_book": None, "flight_status": ("on time", "delayed by 20 minutes", "boarding now"),
+    "find_book": None,
+    "flight_status": ("on time", "delayed by 20 minutes", "boarding now"),
 }
 _AUTHORS = {"Moby Dick": "Herman Melville", "Emma": "Jane Austen", "Dracula": "Bram Stoker", "Ulysses": "James Joyce"}
 
@@ -168,9 +272,14 @@ def tool_use_row(rng: random.Random, *, canonical_share: float = 0.3) -> dict[st
     canonical = rng.random() < canonical_share
     names = {t[0]: (t[0] if canonical else pronounceable_name(rng)) for t in listed}
     tools = [
-        {"type": "function", "function": {"name": names[t[0]], "description": t[1],
-                                          "parameters": {"type": "object", "properties": {t[2]: {"type": "string"}},
-                                                         "required": [t[2]]}}}
+        {
+            "type": "function",
+            "function": {
+                "name": names[t[0]],
+                "description": t[1],
+                "parameters": {"type": "object", "properties": {t[2]: {"type": "string"}}, "required": [t[2]]},
+            },
+        }
         for t in listed
     ]
     messages: list[dict[str, Any]] = []
@@ -186,8 +295,13 @@ def tool_use_row(rng: random.Random, *, canonical_share: float = 0.3) -> dict[st
         call_id = f"call_{turn}"
         messages += [
             {"role": "user", "content": _QUESTIONS[key].format(arg=arg)},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": names[key], "arguments": {param: arg}}}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": names[key], "arguments": {param: arg}}}
+                ],
+            },
             {"role": "tool", "tool_call_id": call_id, "name": names[key], "content": json.dumps({result_key: value})},
             {"role": "assistant", "content": answer.format(arg=arg, value=value)},
         ]

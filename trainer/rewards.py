@@ -4,7 +4,9 @@
 harness's ``max_think_tokens``, counted in tokenizer tokens on what the model actually sampled.
 
 The rollout scores each episode (it holds the case and its answer key) and passes the components
-as the ``components`` column; these functions only read them.
+as the ``components`` column; these functions only read them. Like the rubric's total, efficiency
+counts in proportion to how much of the task was done (``task`` in the column): an empty reply is
+short and cheap, and must not earn a reward for that.
 
 >>> funcs, weights = reward_functions({"correctness": 0.5, "skill_selection": 0.5}, think_penalty=0.01)
 >>> [f.__name__ for f in funcs], weights
@@ -21,14 +23,32 @@ from collections.abc import Callable
 from typing import Any
 
 RewardFn = Callable[..., list[float]]
+#: Components that say how well the task was conducted: rewarded in proportion to the task done.
+CONDUCT = ("efficiency",)
+
+
+def task_share(components: dict[str, float]) -> float:
+    """The rubric's task achievement: the weighted mean of its task components (0..1).
+
+    >>> task_share({"correctness": 1.0, "tool_rationality": 1.0, "skill_selection": 0.0})
+    0.8333
+    """
+    from harnessctl.sim.scorer import TASK_COMPONENTS, WEIGHTS
+
+    total = sum(WEIGHTS[k] for k in TASK_COMPONENTS)
+    return round(sum(WEIGHTS[k] * float(components.get(k, 0.0)) for k in TASK_COMPONENTS) / total, 4)
 
 
 def component_reward(name: str) -> RewardFn:
     """The reward function that returns the episode's ``name`` component (0..1)."""
 
-    def reward(prompts: list[Any], completions: list[Any], components: list[dict[str, float]] | None = None, **_: Any) -> list[float]:
+    def reward(
+        prompts: list[Any], completions: list[Any], components: list[dict[str, float]] | None = None, **_: Any
+    ) -> list[float]:
         if components is None:
             raise ValueError("the rollout passed no 'components': use EpisodeRollout as rollout_func")
+        if name in CONDUCT:
+            return [float(c.get(name, 0.0)) * float(c.get("task", 1.0)) for c in components]
         return [float(c.get(name, 0.0)) for c in components]
 
     reward.__name__ = name
@@ -38,7 +58,9 @@ def component_reward(name: str) -> RewardFn:
 def think_length_reward(penalty: float) -> RewardFn:
     """``-penalty`` per sampled ``<think>`` token beyond the harness's budget (per turn, summed)."""
 
-    def think_length(prompts: list[Any], completions: list[Any], think_over: list[int] | None = None, **_: Any) -> list[float]:
+    def think_length(
+        prompts: list[Any], completions: list[Any], think_over: list[int] | None = None, **_: Any
+    ) -> list[float]:
         return [round(-penalty * float(n), 6) for n in (think_over or [0] * len(completions))]
 
     return think_length

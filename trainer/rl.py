@@ -4,9 +4,8 @@ drawn fresh for each prompt group (``hsa: false`` for the ablation), with the si
 faults on. Rewards are the rubric's components (:mod:`trainer.rewards`); the trained tokens are
 exactly the sampled ones, environment tokens masked (:mod:`trainer.episodes`).
 
-Generation runs in process (CPU or one GPU). On GPUs, ``use_vllm: true`` with ``vllm_mode:
-colocate`` (vLLM shares the training GPUs) or ``server`` (``trl vllm-serve`` on other GPUs) is TRL's
-own vLLM path; the rollout function then still steps episodes here and TRL keeps vLLM's weights in sync.
+Generation runs in process (CPU, or each GPU of an ``accelerate launch``), one turn at a time with
+``model.generate``; TRL's vLLM modes are not wired to whole-episode rollouts yet (docs/train.md).
 
 >>> cfg = load_config("rl", "tiny-cpu", {"model": "out/sft", "out": "out/rl"})   # doctest: +SKIP
 >>> train_rl(cfg).extra["generation_share"]                                    # doctest: +SKIP
@@ -70,8 +69,13 @@ def build_rl_trainer(cfg: RLStageConfig, model: Any, tokenizer: Any) -> tuple[An
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; we pin TRL
     dataset = Dataset.from_list([{"prompt": CASE_PREFIX + c.id} for c in cases])
     trainer = GRPOTrainer(
-        model=model, reward_funcs=funcs, args=args, train_dataset=dataset, processing_class=tokenizer,
-        rollout_func=rollout, peft_config=peft_config(cfg),
+        model=model,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        peft_config=peft_config(cfg),
     )
     return trainer, rollout
 
@@ -87,7 +91,12 @@ def train_rl(cfg: RLStageConfig, *, resume: bool = False, progress: bool = True)
     trainer, rollout = build_rl_trainer(cfg, model, tokenizer)
     data_hash = text_hash(",".join(c for c in rollout.cases))
     result = run_trainer(
-        trainer, cfg, parent=cfg.model, data_hash=data_hash, resume_from=resume_from, progress=progress,
+        trainer,
+        cfg,
+        parent=cfg.model,
+        data_hash=data_hash,
+        resume_from=resume_from,
+        progress=progress,
         extra_manifest={"data": f"{cfg.cases} simulator cases, seed {cfg.case_seed}", "hsa": cfg.hsa},
     )
     t = rollout.timing

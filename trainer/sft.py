@@ -49,14 +49,21 @@ def sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: Tra
     )
 
 
-def fit_rows(rows: list[dict[str, Any]], tokenizer: Any, model: Any, requested: int, max_share: float) -> tuple[list, dict]:
+def fit_rows(
+    rows: list[dict[str, Any]], tokenizer: Any, model: Any, requested: int, max_share: float
+) -> tuple[list, dict]:
     """The rows that fit ``max_length`` (sized from the data when ``requested`` is 0), and the counts."""
     lengths = token_lengths(rows, tokenizer)
     positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
     plan = plan_lengths(lengths, requested=requested, max_positions=positions, max_share=max_share)
     kept = [r for r, n in zip(rows, lengths) if n <= plan.max_length]
-    info = {"rows": plan.rows, "rows_dropped": plan.over, "max_length": plan.max_length, "longest_row": plan.longest,
-            "row_tokens": sum(n for n in lengths if n <= plan.max_length)}
+    info = {
+        "rows": plan.rows,
+        "rows_dropped": plan.over,
+        "max_length": plan.max_length,
+        "longest_row": plan.longest,
+        "row_tokens": sum(n for n in lengths if n <= plan.max_length),
+    }
     return kept, info
 
 
@@ -65,7 +72,9 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
     from trainer.common import TrainError, finish
 
     if not cfg.data:
-        raise TrainError("--data: no dataset folder given; build one with `harnessctl augment --trajectories N --out DIR`")
+        raise TrainError(
+            "--data: no dataset folder given; build one with `harnessctl augment --trajectories N --out DIR`"
+        )
     check_checkpoint(cfg.model)
     setup(cfg)
     rows = read_chat_rows(cfg.data, cfg.split)
@@ -76,7 +85,12 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
     data = Path(cfg.data)
     data_file = data if data.is_file() else data / f"{cfg.split}.jsonl"
     result = run_trainer(
-        trainer, cfg, parent=cfg.model, data_hash=file_hash(data_file), resume_from=resume_from, progress=progress,
+        trainer,
+        cfg,
+        parent=cfg.model,
+        data_hash=file_hash(data_file),
+        resume_from=resume_from,
+        progress=progress,
         extra_manifest={"data": str(data_file), **info},
     )
     result.extra.update(info)

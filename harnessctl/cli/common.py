@@ -56,20 +56,25 @@ def choose_model(model: str | None, *, quiet: bool = False) -> str:
     """
     if model:
         return model
-    from harnessctl.models.registry import MODEL_ENV, default_model_source
+    from harnessctl.models.registry import MODEL_ENV, ORACLE, default_model_source
 
     from .output import err
 
     spec, source = default_model_source()
     if not quiet:
-        if source == "oracle":
+        where = {
+            "env": f"from ${MODEL_ENV}",
+            "trained": "the trained default",
+            "shipped": "the shipped HAT model",
+            "oracle": f"no --model, no ${MODEL_ENV}, no trained default and no shipped model",
+        }[source]
+        if spec == ORACLE:
             err.print(
-                "[yellow]model: oracle[/] — the reference policy (reads the answer key), not a model; "
-                "no --model given, no $HARNESSCTL_MODEL, no trained default and no shipped model. Pass --model to evaluate a model."
+                f"[yellow]model: oracle[/] ({where}) — the reference policy, which reads the answer key; "
+                "not a model. Pass --model to evaluate a model."
             )
         else:
-            where = {"env": f"${MODEL_ENV}", "trained": "the trained default", "shipped": "the shipped HAT model"}[source]
-            err.print(f"[dim]model: {spec} (from {where}; pass --model to choose another)[/]")
+            err.print(f"[dim]model: {spec} ({where}; pass --model to choose another)[/]")
     return spec
 
 

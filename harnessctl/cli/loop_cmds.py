@@ -36,6 +36,7 @@ LimitOpt = Annotated[int, typer.Option("--limit", min=1, help="Cases per standar
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Cases in flight at once.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model-call cache.")]
 ThresholdOpt = Annotated[float, typer.Option("--threshold", help="A suite that drops more than this many points is a regression.")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per model turn.")]
 
 bench_app = typer.Typer(help="Benchmarks against served models.", no_args_is_help=True)
 
@@ -232,6 +233,7 @@ def loop(
     limit: LimitOpt = 6,
     threshold: ThresholdOpt = 1.0,
     proposer: Annotated[str | None, typer.Option("--proposer", help="An LLM (litellm string) proposing edits beside the rules.")] = None,
+    proposer_api_base: Annotated[str | None, typer.Option("--proposer-api-base", help="Endpoint of the proposer when it is served locally.")] = None,
     loop_id: Annotated[str | None, typer.Option("--loop-id", help="Name the loop; an existing one resumes.")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Resume the loop with this id, with its own settings.")] = None,
     loops_dir: Annotated[Path, typer.Option("--loops-dir", help="Folder that holds loop folders.")] = Path("loops"),
@@ -239,11 +241,17 @@ def loop(
     jobs: JobsOpt = 2,
     no_cache: NoCacheOpt = False,
     apply: Annotated[bool, typer.Option("--apply", help="Commit the best harness on a branch at the end.")] = False,
+    max_tokens: MaxTokensOpt = 256,
     as_json: JsonOpt = False,
 ) -> None:
     """Diagnose → propose → evaluate (failing slice, then all suites) → keep an edit only if it
     wins without a regression → repeat within --budget; journaled and resumable."""
-    from harnessctl.loop.improve import LoopConfig, open_loop_config, run_loop
+    from harnessctl.loop.improve import (
+        LoopConfig,
+        new_loop_id,
+        open_loop_config,
+        run_loop,
+    )
 
     with _errors():
         if resume:
@@ -252,9 +260,10 @@ def loop(
         else:
             config = LoopConfig(
                 model=model, harness_dir=str(resolve_harness_path(harness)), budget=budget, api_base=api_base, suites=_suites(suite),
-                limit=limit, threshold=threshold, proposer=proposer, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
-                cache=not no_cache,
+                limit=limit, threshold=threshold, proposer=proposer, proposer_api_base=proposer_api_base, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
+                cache=not no_cache, max_tokens=max_tokens,
             )
+            loop_id = loop_id or new_loop_id()
         started = time.perf_counter()
 
         def on_step(name: str, data: dict[str, Any]) -> None:
@@ -265,7 +274,7 @@ def loop(
             try:
                 result = run_loop(config, loop_id=loop_id, progress=progress, on_step=on_step)
             except KeyboardInterrupt:
-                raise CLIError(f"interrupted; resume with `harnessctl loop --resume {loop_id or '<id>'} --loops-dir {loops_dir}`", code=130) from None
+                raise CLIError(f"interrupted; resume with `harnessctl loop --model {config.model} --resume {loop_id} --loops-dir {loops_dir}`", code=130) from None
         applied = None
         if apply and result.kept:
             from harnessctl.harness import load_harness
@@ -280,7 +289,7 @@ def loop(
         return
     table = Table(title=f"loop {result.loop_id} — {result.stopped}", title_justify="left")
     for col in ("cand.", "edit", "targeted failures", "slice before→after", *[f"{s} before→after" for s in result.baseline], "kept"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for row in result.rows:
         sl = row["slice"]
         cells = [f"{row['before'].get(s, 0):.1f}→{row['after'][s]:.1f}" if row["after"] else "—" for s in result.baseline]
@@ -309,11 +318,13 @@ def release(
     threshold: ThresholdOpt = 1.0,
     latency_budget: Annotated[str, typer.Option("--latency-budget", help="P95 reply latency budget, e.g. 15s.")] = "15s",
     message: Annotated[str, typer.Option("--message", "-M", help="Tag message.")] = "",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run the gate only: no tag, no pointer, no note (for pull requests).")] = False,
     notes_dir: Annotated[Path, typer.Option("--notes-dir", help="Folder for release notes.")] = Path("releases"),
     runs_dir: RunsDirOpt = Path("runs"),
     evals_dir: EvalsDirOpt = Path("evals"),
     jobs: JobsOpt = 2,
     no_cache: NoCacheOpt = False,
+    max_tokens: MaxTokensOpt = 256,
     as_json: JsonOpt = False,
 ) -> None:
     """Gate a harness version and release it: tag it, move the production ref, write the note.
@@ -330,10 +341,12 @@ def release(
             cfg = GateConfig(
                 model=model, api_base=api_base, suites=_suites(suite), limit=limit, per_element=per_element, threshold=threshold,
                 latency_budget_s=_duration(latency_budget, "--latency-budget"), jobs=jobs, runs_dir=str(runs_dir),
-                evals_dir=str(evals_dir), cache=not no_cache,
+                evals_dir=str(evals_dir), cache=not no_cache, max_tokens=max_tokens,
             )
         with _progress(not as_json and gate) as progress:
-            result = do_release(folder, version, gate=cfg, production=production, message=message, notes_dir=notes_dir, progress=progress)
+            result = do_release(
+                folder, version, gate=cfg, production=production, message=message, notes_dir=notes_dir, progress=progress, dry_run=dry_run,
+            )
     if as_json:
         print_json(result.to_dict())
     else:
@@ -363,6 +376,9 @@ def _print_release(r: Any) -> None:
         out.print(f"latency per reply: P50 {lat['p50']:.2f}s · P95 {lat['p95']:.2f}s · P99 {lat['p99']:.2f}s (budget {lat['budget_s']:g}s)")
     if not r.passed:
         out.print(f"[bold red]release {r.version} refused[/]: " + "; ".join(r.reasons) + " — nothing was tagged or moved")
+        return
+    if r.dry_run:
+        out.print(f"[bold green]gate passed[/] for {r.version} (dry run: nothing tagged or moved)")
         return
     out.print(f"[bold green]released {r.version}[/] (tag {r.tag}, commit {str(r.tagged_commit)[:7]}); {r.pointer} → {r.version}; note: {r.note}")
 

@@ -17,17 +17,32 @@ from rich.table import Table
 
 from .output import CLIError, cli_errors, err, out, print_json
 
-train_app = typer.Typer(help="Train the compact model: the HAT stages on TRL (base, sft, distill, rl).", no_args_is_help=True)
+train_app = typer.Typer(
+    help="Train the compact model: the HAT stages on TRL (base, sft, distill, rl).", no_args_is_help=True
+)
 
-ConfigOpt = Annotated[Optional[str], typer.Option("--config", "-c", help="Config file, or a shipped one: tiny-cpu, lora-8b-1gpu, multi-gpu.")]
-OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")]
-ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH works too).")]
+ConfigOpt = Annotated[
+    Optional[str],
+    typer.Option("--config", "-c", help="Config file, or a shipped one: tiny-cpu, lora-8b-1gpu, multi-gpu."),
+]
+OutOpt = Annotated[
+    Optional[Path], typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")
+]
+ModelOpt = Annotated[
+    Optional[str], typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH works too).")
+]
 StepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Optimizer steps.")]
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Seed of data order, sampling and initialisation.")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Any config field: --set learning_rate=1e-4 (repeatable).")]
+SetOpt = Annotated[
+    Optional[list[str]], typer.Option("--set", help="Any config field: --set learning_rate=1e-4 (repeatable).")
+]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint under --out.")]
-EvalOpt = Annotated[Optional[str], typer.Option("--eval", help="Suites to evaluate at the end, e.g. livestream,variant.")]
-EvalLimitOpt = Annotated[Optional[int], typer.Option("--eval-limit", min=1, help="Cases per suite in the final evaluation.")]
+EvalOpt = Annotated[
+    Optional[str], typer.Option("--eval", help="Suites to evaluate at the end, e.g. livestream,variant.")
+]
+EvalLimitOpt = Annotated[
+    Optional[int], typer.Option("--eval-limit", min=1, help="Cases per suite in the final evaluation.")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the final summary as one JSON object on stdout.")]
 
 
@@ -40,48 +55,133 @@ def register(app: typer.Typer) -> None:
 
 
 def base(
-    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
-    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+    out_dir: OutOpt = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    max_steps: StepsOpt = None,
+    seed: SeedOpt = None,
+    set_: SetOpt = None,
+    resume: ResumeOpt = False,
+    eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Stage 0: a base model from scratch on the general corpus (skipped with a pretrained model)."""
-    _train("base", config, set_, resume, as_json, out=out_dir, model=model, max_steps=max_steps, seed=seed,
-           eval_suites=eval_suites, eval_limit=eval_limit)
+    _train(
+        "base",
+        config,
+        set_,
+        resume,
+        as_json,
+        out=out_dir,
+        model=model,
+        max_steps=max_steps,
+        seed=seed,
+        eval_suites=eval_suites,
+        eval_limit=eval_limit,
+    )
 
 
 def sft(
-    data: Annotated[Optional[Path], typer.Option("--data", "-d", help="Dataset folder from `augment --trajectories`.")] = None,
-    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
-    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+    data: Annotated[
+        Optional[Path], typer.Option("--data", "-d", help="Dataset folder from `augment --trajectories`.")
+    ] = None,
+    out_dir: OutOpt = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    max_steps: StepsOpt = None,
+    seed: SeedOpt = None,
+    set_: SetOpt = None,
+    resume: ResumeOpt = False,
+    eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Stage 1 (HSA-SFT): assistant-only SFT on harness-augmented trajectories."""
-    _train("sft", config, set_, resume, as_json, data=data, out=out_dir, model=model, max_steps=max_steps, seed=seed,
-           eval_suites=eval_suites, eval_limit=eval_limit)
+    _train(
+        "sft",
+        config,
+        set_,
+        resume,
+        as_json,
+        data=data,
+        out=out_dir,
+        model=model,
+        max_steps=max_steps,
+        seed=seed,
+        eval_suites=eval_suites,
+        eval_limit=eval_limit,
+    )
 
 
 def distill(
-    teacher: Annotated[Optional[str], typer.Option("--teacher", "-t", help="Teacher: the base checkpoint before domain training.")] = None,
-    prompts: Annotated[Optional[Path], typer.Option("--prompts", help="JSONL of general prompts (default: the project's own).")] = None,
-    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
-    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+    teacher: Annotated[
+        Optional[str], typer.Option("--teacher", "-t", help="Teacher: the base checkpoint before domain training.")
+    ] = None,
+    prompts: Annotated[
+        Optional[Path], typer.Option("--prompts", help="JSONL of general prompts (default: the project's own).")
+    ] = None,
+    out_dir: OutOpt = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    max_steps: StepsOpt = None,
+    seed: SeedOpt = None,
+    set_: SetOpt = None,
+    resume: ResumeOpt = False,
+    eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Stage 2: on-policy distillation (reverse KL) to the base model on general prompts."""
-    _train("distill", config, set_, resume, as_json, teacher=teacher, prompts=prompts, out=out_dir, model=model,
-           max_steps=max_steps, seed=seed, eval_suites=eval_suites, eval_limit=eval_limit)
+    _train(
+        "distill",
+        config,
+        set_,
+        resume,
+        as_json,
+        teacher=teacher,
+        prompts=prompts,
+        out=out_dir,
+        model=model,
+        max_steps=max_steps,
+        seed=seed,
+        eval_suites=eval_suites,
+        eval_limit=eval_limit,
+    )
 
 
 def rl(
     no_hsa: Annotated[bool, typer.Option("--no-hsa", help="Ablation: every episode under the harness itself.")] = False,
-    harness: Annotated[Optional[Path], typer.Option("--harness", "-H", help="Harness folder the episodes run under.")] = None,
-    out_dir: OutOpt = None, model: ModelOpt = None, config: ConfigOpt = None, max_steps: StepsOpt = None,
-    seed: SeedOpt = None, set_: SetOpt = None, resume: ResumeOpt = False, eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None, as_json: JsonOpt = False,
+    harness: Annotated[
+        Optional[Path], typer.Option("--harness", "-H", help="Harness folder the episodes run under.")
+    ] = None,
+    out_dir: OutOpt = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    max_steps: StepsOpt = None,
+    seed: SeedOpt = None,
+    set_: SetOpt = None,
+    resume: ResumeOpt = False,
+    eval_suites: EvalOpt = None,
+    eval_limit: EvalLimitOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Stage 3 (HSA-RL): GRPO over whole simulator episodes, a fresh harness variant per prompt group."""
-    _train("rl", config, set_, resume, as_json, hsa=False if no_hsa else None, harness=harness, out=out_dir,
-           model=model, max_steps=max_steps, seed=seed, eval_suites=eval_suites, eval_limit=eval_limit)
+    _train(
+        "rl",
+        config,
+        set_,
+        resume,
+        as_json,
+        hsa=False if no_hsa else None,
+        harness=harness,
+        out=out_dir,
+        model=model,
+        max_steps=max_steps,
+        seed=seed,
+        eval_suites=eval_suites,
+        eval_limit=eval_limit,
+    )
 
 
 def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
@@ -91,15 +191,22 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
             from trainer.config import ConfigError, load_config
             from trainer.stages import run_stage
         except ImportError as e:
-            raise CLIError(f"the trainer needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'") from None
+            raise CLIError(
+                f"the trainer needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
+            ) from None
         overrides: dict[str, Any] = {}
         for item in sets or []:
             key, eq, value = item.partition("=")
             if not eq or not key.strip():
                 raise CLIError(f"--set {item!r}: write FIELD=VALUE, e.g. --set learning_rate=1e-4")
             overrides[key.strip()] = value
-        overrides.update({k: (str(v).removeprefix("local:") if k in ("model", "teacher") else str(v))
-                          for k, v in options.items() if v is not None})
+        overrides.update(
+            {
+                k: (str(v).removeprefix("local:") if k in ("model", "teacher") else str(v))
+                for k, v in options.items()
+                if v is not None
+            }
+        )
         try:
             cfg = load_config(stage, config, overrides)
             result = run_stage(stage, cfg, resume=resume, progress=not as_json)
@@ -112,7 +219,9 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
     else:
         _print_summary(result, log)
     if result.interrupted:
-        err.print(f"[yellow]interrupted:[/] checkpoint {result.checkpoint}; continue with the same command and --resume")
+        err.print(
+            f"[yellow]interrupted:[/] checkpoint {result.checkpoint}; continue with the same command and --resume"
+        )
         raise typer.Exit(130)
 
 

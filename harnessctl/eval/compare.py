@@ -18,8 +18,9 @@ never a regression. Runs made on different suites versions are not compared unle
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from .results import CaseResult
 from .stats import Interval, bootstrap

@@ -84,7 +84,9 @@ def rubric_label(record: dict[str, Any], case: Any = None) -> tuple[str, dict[st
         missing = [f for f in exp.facts if f.lower() not in reply.lower()]
         missing += ["/".join(g) for g in exp.any_facts if g and not any(x.lower() in reply.lower() for x in g)]
         steps = record.get("tool_steps") or []
-        failed_keys = {s.get("key") for s in steps if not s.get("ok")} - {s.get("key") for s in steps if s.get("ok")}
+        # A tool that only ever failed, or only gave results a ``partial`` fault cut short.
+        whole = {s.get("key") for s in steps if s.get("ok") and not (isinstance(s.get("result"), dict) and s["result"].get("incomplete"))}
+        failed_keys = {s.get("key") for s in steps if not s.get("ok") or s.get("key") not in whole} - whole
         needed = {c.tool for c in exp.calls if c.required}
         if missing and (failed_keys & needed) and _DEFER.search(reply):
             missing = []  # a tool the answer needed never worked: deferring is the right answer

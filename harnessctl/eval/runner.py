@@ -123,7 +123,7 @@ class EvalConfig:
             if k not in cls.__dataclass_fields__:
                 continue
             if not _has_type(v, hints[k]):
-                raise ValueError(f"setting {k!r} is {v!r}, not a {_type_name(hints[k])}")
+                raise ValueError(f"setting {k!r} is {v!r}, not {_type_name(hints[k])}")
             values[k] = float(v) if hints[k] is float else v
         return cls(**values)
 
@@ -143,8 +143,15 @@ def _has_type(value: Any, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
+
+
 def _type_name(hint: Any) -> str:
-    return str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return " or ".join(_type_name(h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is list:
+        return f"a list of {_type_name(typing.get_args(hint)[0]).split(' ', 1)[-1]}s"
+    return _TYPE_NAMES.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 @dataclass
@@ -328,6 +335,7 @@ class CaseRunner:
             failures=[str(f) for f in breakdown.failures], latency_s=record.latency_s, cached=cached,
             termination=record.termination.value if isinstance(record.termination, Termination) else str(record.termination),
             error=None, record=_stored(record), **counts,
+            details={"failure_entries": list((getattr(breakdown, "details", None) or {}).get("failure_entries", []))},
         )
 
     async def _ifeval(self, item: SuiteItem, repeat: int) -> CaseResult:

@@ -142,8 +142,8 @@ class RunStore:
             if runs_dir is not None and Path(runs_dir).exists() and not Path(runs_dir).is_dir():
                 raise RunError(f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs")
             where = f" (looked in {runs_dir})" if runs_dir is not None else ""
-            listing = Path(runs_dir) if runs_dir is not None else Path("runs")
-            raise RunError(f"{path}: no such run{where}; list runs with `ls {listing}/`")
+            listing = "" if runs_dir is None or Path(runs_dir) == Path("runs") else f" --runs-dir {runs_dir}"
+            raise RunError(f"{path}: no such run{where}; list runs with `harnessctl runs{listing}`")
         if not (p / MANIFEST).is_file():
             raise RunError(f"{p}: not a run folder (no {MANIFEST})")
         return cls(p)

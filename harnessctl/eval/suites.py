@@ -2,10 +2,10 @@
 
 =============  =====================================================================================
 ``livestream``  viewer cases under the harness being evaluated
-``variant``     cases under held-out HSA variants (regenerated from the seed and operators stored in
-                each case) and under the shipped history's real versions (v1, v2, v3)
-``robustness``  tool faults (error, timeout, malformed, empty) and prompt perturbations (typos,
-                paraphrases, noisy chat, distracting context)
+``variant``     cases under held-out HSA variants (regenerated from the seed, operators and bound
+                constraints stored in each case) and under the shipped history's versions (v1, v2)
+``robustness``  tool faults (error, timeout, malformed, partial, empty) and prompt perturbations
+                (typos, paraphrases, noisy chat, distracting context)
 ``ifeval``      general instruction following, scored by the IFEval checkers
 =============  =====================================================================================
 
@@ -133,8 +133,9 @@ def load_suite(name: str, evals_dir: str | Path = "evals") -> list[SuiteItem]:
     if name not in SUITES:
         raise SuiteError(f"unknown suite {name!r}: choose one of {', '.join(SUITES)} or all")
     path = suite_path(name, evals_dir)
+    rebuild = "harnessctl eval build-suites" + ("" if Path(evals_dir) == Path("evals") else f" --evals-dir {evals_dir}")
     if not path.is_file():
-        raise SuiteError(f"{path}: suite file missing; rebuild the suites with `harnessctl eval build-suites`")
+        raise SuiteError(f"{path}: suite file missing; rebuild the suites with `{rebuild}`")
     items: list[SuiteItem] = []
     seen: set[str] = set()
     with open(path, encoding="utf-8") as f:
@@ -148,7 +149,7 @@ def load_suite(name: str, evals_dir: str | Path = "evals") -> list[SuiteItem]:
                 else:
                     item = SuiteItem(name, _case_from_line(d), d.get("harness"))
             except (json.JSONDecodeError, TypeError, KeyError, ValueError) as e:
-                raise SuiteError(f"{path}:{lineno}: not a {name} case ({e}); rebuild with `harnessctl eval build-suites`") from None
+                raise SuiteError(f"{path}:{lineno}: not a {name} case ({e}); rebuild with `{rebuild}`") from None
             if item.id in seen:
                 raise SuiteError(f"{path}:{lineno}: duplicate case id {item.id!r}")
             seen.add(item.id)

@@ -48,7 +48,10 @@ def commit_edit(harness_dir: str | Path, candidate: Harness, *, branch: str, mes
     """Write ``candidate`` over the harness folder on a new ``branch`` and commit it there.
 
     Refuses (:class:`StoreError`, nothing changed) uncommitted changes under the harness folder,
-    an existing branch, or a candidate that does not validate."""
+    an existing branch, or a candidate that does not validate.
+
+    >>> commit_edit("harnesses/livecommerce", edited, branch="edit/p1", message="x").branch   # doctest: +SKIP
+    """
     import git
 
     from .edits import write_candidate

@@ -79,7 +79,10 @@ class LatencyBench:
 
 def bench_requests(harness_dir: str | Path, evals_dir: str | Path = "evals", n: int = 32) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """``n`` first-turn requests (messages, tools): the harness rendered, viewer messages from
-    the livestream suite (evenly spread, so every intent is in)."""
+    the livestream suite (evenly spread, so every intent is in).
+
+    >>> len(bench_requests("harnesses/livecommerce", n=8))   # doctest: +SKIP
+    """
     from harnessctl.eval.suites import load_suite, sample
     from harnessctl.harness import load_harness, render_harness
     from harnessctl.runtime.messages import history_messages, viewer_message
@@ -135,7 +138,10 @@ async def abench_latency(
     stream: bool = True,
     progress: Any | None = None,
 ) -> LatencyBench:
-    """Async :func:`bench_latency`."""
+    """Async :func:`bench_latency`.
+
+    >>> await abench_latency("openai/tiny", api_base=url, requests=reqs, concurrency=[1, 4])   # doctest: +SKIP
+    """
     from harnessctl.models.litellm_backend import DUMMY_API_KEY, import_litellm
 
     if not requests:
@@ -163,10 +169,11 @@ async def abench_latency(
             async with sem:
                 started = time.perf_counter()
                 try:
+                    asked = streamed
                     try:
-                        s = await _one(litellm, kwargs, streamed)
-                    except Exception as e:
-                        if not (streamed and _streaming_refused(e)):
+                        s = await _one(litellm, kwargs, asked)
+                    except Exception as e:  # a server without streaming answers 400: ask again without
+                        if not (asked and _streaming_refused(e)):
                             raise
                         streamed = False
                         s = await _one(litellm, kwargs, False)
@@ -259,7 +266,10 @@ def vllm_serve_command(
 
 
 def speedup(without: LatencyBench, with_spec: LatencyBench) -> dict[int, float | None]:
-    """Decode tokens/s with speculative decoding over without, per concurrency."""
+    """Decode tokens/s with speculative decoding over without, per concurrency.
+
+    >>> speedup(plain, with_mtp)   # doctest: +SKIP
+    """
     out: dict[int, float | None] = {}
     for a in without.levels:
         b = next((lv for lv in with_spec.levels if lv.concurrency == a.concurrency), None)

@@ -133,7 +133,10 @@ def diagnose_results(
     harness_path: str | None = None,
     examples: int = 3,
 ) -> Diagnosis:
-    """:func:`diagnose_run` on results already in memory (``cases`` by (suite, case id))."""
+    """:func:`diagnose_run` on results already in memory (``cases`` by (suite, case id)).
+
+    >>> diagnose_results(store.results(), cases=cases).clusters[0].kind   # doctest: +SKIP
+    """
     cases = cases or {}
     failed_cases: list[CaseFailures] = []
     for r in results:
@@ -239,7 +242,10 @@ def _load_harness(path: str | None) -> Any | None:
 def load_run_cases(run_root: str | Path, evals_dir: str | Path, suites: set[str]) -> dict[tuple[str, str], Any]:
     """The agent cases of ``suites`` by (suite, case id): the run folder's own ``cases/<suite>.jsonl``
     first, else the suite file under ``evals_dir``. Suites that cannot be read are left out
-    (elements then come from the records alone)."""
+    (elements then come from the records alone).
+
+    >>> load_run_cases("runs/r1", "evals", {"livestream"})[("livestream", "ls-price-51001-0001")].intent   # doctest: +SKIP
+    """
     from harnessctl.eval.suites import AGENT_SUITES, SuiteError, load_suite
 
     out: dict[tuple[str, str], Any] = {}

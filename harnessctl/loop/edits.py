@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.harness.diff import HarnessDiff, diff_harnesses
-from harnessctl.harness.errors import HarnessError, Issue
+from harnessctl.harness.errors import HarnessError
 from harnessctl.harness.model import Harness
 
 #: Fields an edit may set, per element kind (everything else is refused).
@@ -192,7 +192,10 @@ def check_proposal(proposal: Proposal, harness: Harness, harness_dir: str | Path
 
 def write_candidate(candidate: Harness, folder: str | Path, base_dir: str | Path) -> Path:
     """Write ``candidate`` to ``folder`` keeping the comments and layout of ``base_dir``
-    (validated; raises :class:`HarnessError` and writes nothing when invalid)."""
+    (validated; raises :class:`HarnessError` and writes nothing when invalid).
+
+    >>> write_candidate(apply_edit(h, ops), "loops/l1/harness/c1", "harnesses/livecommerce")   # doctest: +SKIP
+    """
     from harnessctl.harness.save import save_harness
 
     candidate = dataclasses.replace(candidate, root=None)
@@ -200,7 +203,10 @@ def write_candidate(candidate: Harness, folder: str | Path, base_dir: str | Path
 
 
 def proposal_diff(proposal: Proposal) -> HarnessDiff | None:
-    """The proposal's semantic diff as a :class:`HarnessDiff` (for the rich diff view)."""
+    """The proposal's semantic diff as a :class:`HarnessDiff` (for the rich diff view).
+
+    >>> proposal_diff(p).summary()   # doctest: +SKIP
+    """
     if proposal.diff is None:
         return None
     from harnessctl.harness.diff import Change, WordSpan
@@ -216,7 +222,3 @@ def proposal_diff(proposal: Proposal) -> HarnessDiff | None:
         )
     d = proposal.diff
     return HarnessDiff(d["from"], d["to"], d["name"], changes, d["bump"])
-
-
-def invalid(message: str) -> HarnessError:
-    return HarnessError([Issue("(edit)", message)])

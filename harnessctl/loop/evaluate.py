@@ -92,7 +92,10 @@ def standard_items(suites: list[str], evals_dir: str | Path = "evals", limit: in
 
 
 def read_items(path: str | Path, suite: str) -> list[SuiteItem]:
-    """Items of a case file the loop wrote (one compact case per line, as the suites are)."""
+    """Items of a case file the loop wrote (one compact case per line, as the suites are).
+
+    >>> read_items("runs/r1/cases/evolution.jsonl", "evolution")[0].suite   # doctest: +SKIP
+    """
     items: list[SuiteItem] = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -107,7 +110,10 @@ def read_items(path: str | Path, suite: str) -> list[SuiteItem]:
 
 
 def write_items(path: str | Path, items: list[SuiteItem]) -> Path:
-    """Write items as a case file (the format of ``evals/*.jsonl``)."""
+    """Write items as a case file (the format of ``evals/*.jsonl``).
+
+    >>> write_items("runs/r1/cases/evolution.jsonl", suite.items)   # doctest: +SKIP
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -135,7 +141,10 @@ def evaluate_items(
 ) -> LoopRun:
     """Run ``items`` (suite -> items) under the harness folder ``harness_path`` into the run folder
     ``runs_dir/run_id``; if that run exists, only its missing cases run (resume). Suites the eval
-    runner does not know (``evolution``) have their cases written into the run folder."""
+    runner does not know (``evolution``) have their cases written into the run folder.
+
+    >>> evaluate_items({"livestream": items}, model="oracle", harness_path="h", runs_dir="runs", run_id="r1").scores()   # doctest: +SKIP
+    """
     return asyncio.run(
         aevaluate_items(
             items, model=model, harness_path=harness_path, runs_dir=runs_dir, run_id=run_id, api_base=api_base,
@@ -162,7 +171,10 @@ async def aevaluate_items(
     evals_dir: str | Path = "evals",
     progress: Progress | None = None,
 ) -> LoopRun:
-    """Async :func:`evaluate_items`."""
+    """Async :func:`evaluate_items`.
+
+    >>> await aevaluate_items({"livestream": items}, model="oracle", harness_path="h", runs_dir="runs", run_id="r1")   # doctest: +SKIP
+    """
     items = {s: v for s, v in items.items() if v}
     if not items:
         raise ValueError("no cases to evaluate")
@@ -227,7 +239,10 @@ async def aevaluate_items(
 
 
 def open_run(run: str | Path, runs_dir: str | Path = "runs") -> LoopRun:
-    """An existing run folder as a :class:`LoopRun` (its summary recomputed if missing)."""
+    """An existing run folder as a :class:`LoopRun` (its summary recomputed if missing).
+
+    >>> open_run("baseline", "loops/l1/runs").scores()   # doctest: +SKIP
+    """
     store = RunStore.open(run, runs_dir)
     results = store.results()
     summary = store.summary() or summarize(results, store.manifest)

@@ -60,12 +60,18 @@ class EvolutionSuite:
 
 
 def element_path(c: Change) -> str:
-    """``<element>:<key>``, with the parent for rules: ``rule:price_promo.check_deals``."""
+    """``<element>:<key>``, with the parent for rules: ``rule:price_promo.check_deals``.
+
+    >>> [element_path(c) for c in diff.changes][:1]   # doctest: +SKIP
+    """
     return f"{c.element}:{c.path}"
 
 
 def changed_elements(diff: HarnessDiff) -> dict[str, list[Change]]:
-    """Element path -> its changes, in diff order."""
+    """Element path -> its changes, in diff order.
+
+    >>> list(changed_elements(diff))[:2]   # doctest: +SKIP
+    """
     out: dict[str, list[Change]] = {}
     for c in diff.changes:
         out.setdefault(element_path(c), []).append(c)
@@ -191,5 +197,8 @@ def _referring(pool: list[SuiteItem], harness: Any | None, texts: list[str]) -> 
 
 
 def evolution_paths(item: SuiteItem) -> list[str]:
-    """The changed elements an evolution case exercises (from its tags)."""
+    """The changed elements an evolution case exercises (from its tags).
+
+    >>> evolution_paths(suite.items[0])   # doctest: +SKIP
+    """
     return [t[len(TAG):] for t in item.case.tags if t.startswith(TAG)]

@@ -98,7 +98,10 @@ def new_loop_id(now: float | None = None) -> str:
 
 
 def open_loop_config(loop_id: str, loops_dir: str | Path = "loops") -> LoopConfig:
-    """The settings of an existing loop (to resume it)."""
+    """The settings of an existing loop (to resume it).
+
+    >>> open_loop_config("20261203-101500").budget   # doctest: +SKIP
+    """
     path = Path(loops_dir) / loop_id / CONFIG
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such loop; start one with `harnessctl loop --model ...`")
@@ -117,7 +120,10 @@ def run_loop(
     """Run (or resume, when ``loop_id`` names an existing loop) the improvement loop.
 
     ``on_step(name, payload)`` is told each step as it finishes; ``stop_after`` stops the loop
-    after that many new steps (:class:`~harnessctl.loop.journal.LoopInterrupted`)."""
+    after that many new steps (:class:`~harnessctl.loop.journal.LoopInterrupted`).
+
+    >>> run_loop(LoopConfig(model="openai/mia", harness_dir="harnesses/livecommerce", budget=5)).final   # doctest: +SKIP
+    """
     loop_id = loop_id or new_loop_id()
     folder = Path(config.loops_dir) / loop_id
     folder.mkdir(parents=True, exist_ok=True)

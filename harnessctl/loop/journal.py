@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 JOURNAL = "journal.jsonl"
+#: Written on every line; bumped when a step's payload changes shape.
+JOURNAL_SCHEMA_VERSION = 1
 
 
 class LoopInterrupted(Exception):
@@ -80,7 +82,7 @@ class Journal:
         return data
 
     def record(self, step: str, data: dict[str, Any]) -> None:
-        entry = {"step": step, "t": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data": data}
+        entry = {"step": step, "t": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data": data, "schema_version": JOURNAL_SCHEMA_VERSION}
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
             f.flush()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,10 @@ _NOT = re.compile(r"\s*\(not: [^)]*\)$")
 
 def propose_rules(diagnosis: Diagnosis, harness: Harness, *, harness_dir: str | Path | None = None, limit: int = 5) -> list[Proposal]:
     """Rule-based proposals for ``diagnosis`` of a run under ``harness``, highest impact first.
-    With ``harness_dir`` each is validated and the invalid ones are dropped."""
+    With ``harness_dir`` each is validated and the invalid ones are dropped.
+
+    >>> [p.title for p in propose_rules(diagnosis, harness, harness_dir="harnesses/livecommerce")]   # doctest: +SKIP
+    """
     proposals: list[Proposal] = []
     proposals += _confused_pairs(diagnosis, harness)
     proposals += _constraints(diagnosis, harness)
@@ -256,7 +259,10 @@ Propose at most 3 small edits, each aimed at the largest failure clusters."""
 
 
 def harness_brief(h: Harness) -> dict[str, Any]:
-    """What an LLM proposer reads about the harness: every editable surface, by key."""
+    """What an LLM proposer reads about the harness: every editable surface, by key.
+
+    >>> harness_brief(h)["constraints"]["max_reply_chars"]["value"]   # doctest: +SKIP
+    """
     return {
         "skills": [{"key": s.key, "name": s.name, "description": s.description, "tools": s.tools,
                     "rules": [{"key": r.key, "text": r.text} for r in s.rules]} for s in h.skills],
@@ -268,7 +274,10 @@ def harness_brief(h: Harness) -> dict[str, Any]:
 
 
 def proposer_messages(diagnosis: Diagnosis, h: Harness, *, clusters: int = 8) -> list[dict[str, str]]:
-    """The chat an LLM proposer gets: the op language, the top clusters and the harness."""
+    """The chat an LLM proposer gets: the op language, the top clusters and the harness.
+
+    >>> proposer_messages(diagnosis, h)[0]["role"]   # doctest: +SKIP
+    """
     top = [
         {k: v for k, v in c.to_dict().items() if k in ("kind", "component", "element", "cases", "impact", "others", "details")}
         | {"example": c.examples[0].to_dict() if c.examples else None}
@@ -291,7 +300,10 @@ def propose_llm(
 ) -> tuple[list[Proposal], list[Proposal]]:
     """Ask ``model`` (a litellm string, ``local:PATH``) for edits; returns (valid, rejected)
     proposals. Raises :class:`~harnessctl.models.base.ModelError` when the model cannot be
-    reached and :class:`ValueError` when its answer holds no JSON object."""
+    reached and :class:`ValueError` when its answer holds no JSON object.
+
+    >>> valid, rejected = propose_llm(d, h, "openai/gpt-4o-mini", harness_dir="harnesses/livecommerce")   # doctest: +SKIP
+    """
     from harnessctl.models.base import GenerationSettings
     from harnessctl.models.registry import resolve_model
 
@@ -327,11 +339,3 @@ def _first_json_object(text: str) -> Any | None:
         except json.JSONDecodeError:
             continue
     return None
-
-
-def targets_by_cluster(diagnosis: Diagnosis) -> dict[str, list[str]]:
-    """Element -> failure kinds seen on it (what a proposal's targets stand for)."""
-    out: dict[str, set[str]] = defaultdict(set)
-    for c in diagnosis.clusters:
-        out[c.element].add(c.kind)
-    return {k: sorted(v) for k, v in out.items()}

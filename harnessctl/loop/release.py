@@ -101,13 +101,17 @@ class ReleaseResult:
     pointer: str | None = None
     note: str | None = None
     gated: bool = True
+    dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def production_commit(store: HarnessStore, harness_name: str) -> str | None:
-    """The commit the production ref points to, or None before the first release."""
+    """The commit the production ref points to, or None before the first release.
+
+    >>> production_commit(HarnessStore("harnesses/livecommerce"), "livecommerce")   # doctest: +SKIP
+    """
     try:
         return store.repo.git.rev_parse("--verify", "-q", pointer_name(harness_name) + "^{commit}").strip() or None
     except Exception:  # noqa: BLE001 - git says "no such ref" with an error status
@@ -124,10 +128,14 @@ def release(
     notes_dir: str | Path = "releases",
     progress: Callable[[str, int, int], None] | None = None,
     backend: Any | None = None,
+    dry_run: bool = False,
 ) -> ReleaseResult:
     """Gate (unless ``gate`` is None), then tag ``version``, move the production ref and write
-    the release note. Raises :class:`StoreError` for a bad version, a dirty folder or an unknown
-    production reference (nothing changed); returns ``passed=False`` on a refusal."""
+    the release note (``dry_run``: gate only, nothing written). Raises :class:`StoreError` for a bad version, a dirty folder or an unknown
+    production reference (nothing changed); returns ``passed=False`` on a refusal.
+
+    >>> release("harnesses/livecommerce", "v5", gate=GateConfig(model="openai/mia", api_base=url)).passed   # doctest: +SKIP
+    """
     store = HarnessStore(harness_dir)
     where = store.rel or "."
     if not is_version_name(version):
@@ -148,13 +156,13 @@ def release(
         prod_ref = prod.version or next((v.name for v in store.list_versions() if v.commit == prod.commit), prod_ref)
     result = ReleaseResult(
         version=version, harness=name, candidate=str(cand.commit), production=prod.commit if prod else None,
-        production_label=prod_ref, passed=True, gated=gate is not None,
+        production_label=prod_ref, passed=True, gated=gate is not None, dry_run=dry_run,
     )
     diff = diff_harnesses(prod.harness, cand.harness, from_label=prod_ref or "", to_label=version) if prod else None
     result.diff = diff.to_dict() if diff else None
     if gate is not None:
         _gate(result, gate, cand.harness, prod.harness if prod else None, diff, progress, backend)
-    if not result.passed:
+    if not result.passed or dry_run:
         return result
     tagged = store.tag(version, message or (f"released through the gate against {prod_ref}" if gate and prod else ""))
     result.tag, result.tagged_commit = tagged.tag, tagged.commit
@@ -234,7 +242,10 @@ def _latency(run: LoopRun, budget_s: float) -> dict[str, Any]:
 
 
 def write_release_note(result: ReleaseResult, diff: HarnessDiff | None, notes_dir: str | Path) -> Path:
-    """``<notes_dir>/<harness>-<version>.md``: the changelog from the diff and the eval table."""
+    """``<notes_dir>/<harness>-<version>.md``: the changelog from the diff and the eval table.
+
+    >>> write_release_note(result, diff, "releases")   # doctest: +SKIP
+    """
     folder = Path(notes_dir)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{result.harness}-{result.version}.md"

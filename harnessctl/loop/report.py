@@ -26,7 +26,10 @@ _CASES_HEADING = "<h2>Cases</h2>"
 
 def diagnosis_section(d: Diagnosis, *, clusters: int = 12) -> str:
     """The diagnosis as an HTML section: impact by element and component, then each cluster
-    with its example cases (viewer message, the model's steps, what was expected)."""
+    with its example cases (viewer message, the model's steps, what was expected).
+
+    >>> diagnosis_section(diagnose_run("runs/r1"))[:20]   # doctest: +SKIP
+    """
     out = [
         f"<h2>Diagnosis — {d.n_failed} of {d.n_results} cases failed</h2>",
         (
@@ -73,7 +76,10 @@ def _expected(exp: dict[str, Any]) -> str:
 
 
 def write_run_report(run_root: str | Path, d: Diagnosis, out_file: str | Path | None = None) -> Path:
-    """Write the run's HTML report with the diagnosis section before the case table."""
+    """Write the run's HTML report with the diagnosis section before the case table.
+
+    >>> write_run_report("runs/r1", diagnose_run("runs/r1"))   # doctest: +SKIP
+    """
     from harnessctl.eval.store import REPORT, RunStore
     from harnessctl.eval.summary import summarize
 
@@ -90,7 +96,10 @@ def write_run_report(run_root: str | Path, d: Diagnosis, out_file: str | Path | 
 
 
 def bench_page(bench: LatencyBench) -> str:
-    """A self-contained HTML page of a latency bench: percentiles per concurrency, TTFT, tokens/s."""
+    """A self-contained HTML page of a latency bench: percentiles per concurrency, TTFT, tokens/s.
+
+    >>> Path("bench.html").write_text(bench_page(result))   # doctest: +SKIP
+    """
     rows = []
     for lv in bench.levels:
         rows.append(

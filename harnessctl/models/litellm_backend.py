@@ -235,30 +235,33 @@ class LiteLLMModel:
         self.generate([{"role": "user", "content": "Hello"}], [], dataclasses.replace(settings, max_tokens=1))
 
     def _served_models(self, settings: GenerationSettings) -> list[str] | None:
-        """The model ids an OpenAI-compatible endpoint lists, or None when it lists none."""
-        import httpx
+        """The model ids an OpenAI-compatible endpoint lists, or None when it lists none. (The
+        standard library's client: one GET, without building an HTTP client and TLS context.)"""
+        import urllib.error
+        import urllib.request
 
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = min(10.0, self.timeout_s or settings.timeout_s)
+        request = urllib.request.Request(f"{self.api_base}/models", headers=headers)
         try:
-            answer = httpx.get(f"{self.api_base}/models", headers=headers, timeout=timeout)
-        except httpx.HTTPError as e:
-            cause = _first_line(str(e)) or type(e).__name__
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                body = answer.read()
+        except urllib.error.HTTPError as e:
+            if e.code in (401, 403):
+                raise ModelError(
+                    f"{self.name}: the server at {self.api_base} refused the API key (HTTP {e.code}); "
+                    "put the key in an environment variable and pass --api-key-env NAME"
+                ) from None
+            return None  # no model list here: the short completion decides
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            cause = _first_line(str(getattr(e, "reason", None) or e)) or type(e).__name__
             raise ModelError(
                 f"{self.name}: cannot reach {self.api_base} ({cause}); is the server running "
                 "(e.g. `harnessctl serve local:PATH --port PORT`) and is --api-base right?"
             ) from None
-        if answer.status_code in (401, 403):
-            raise ModelError(
-                f"{self.name}: the server at {self.api_base} refused the API key (HTTP {answer.status_code}); "
-                "put the key in an environment variable and pass --api-key-env NAME"
-            )
-        if answer.status_code != 200:
-            return None
         try:
-            data = answer.json().get("data")
-            return [str(m["id"]) for m in data]
-        except (ValueError, AttributeError, KeyError, TypeError):
+            return [str(m["id"]) for m in json.loads(body)["data"]]
+        except (ValueError, KeyError, TypeError):
             return None
 
     def _delay(self, attempt: int) -> float:

@@ -102,7 +102,7 @@ def oracle_conversations(harness: Harness, *, n: int, seed: int, faults: float =
         raise _OracleUnavailable(str(e)) from None
     rng = random.Random(seed)
     try:
-        cases = generate_cases(n, seed=seed, faults=faults)
+        cases = generate_cases(n, seed=seed, faults=faults, messages="train")  # suite messages are held out
     except Exception as e:  # noqa: BLE001 - any failure means: fall back to the harness source
         raise _OracleUnavailable(f"cannot generate cases: {e}") from None
     oracles = (OracleModel(), OracleModel(think=True))

@@ -23,7 +23,7 @@ from .cases import (
 )
 from .catalog import Catalog, CatalogError, import_catalog, load_catalog
 from .meaning import fact_kind, states
-from .oracle import OracleModel, OraclePolicy
+from .oracle import OracleBlindModel, OracleModel, OraclePolicy
 from .scorer import (
     HARD_FAILURES,
     WEIGHTS,
@@ -31,7 +31,7 @@ from .scorer import (
     failure_entries,
     score_episode,
 )
-from .task import FAULT_KINDS, PASS_THRESHOLD, RETRY_TRIGGERS
+from .task import FAULT_KINDS, PASS_THRESHOLD, RETRY_TRIGGERS, TaskCall, task_calls
 from .world import World
 
 __all__ = [
@@ -49,9 +49,11 @@ __all__ = [
     "CatalogError",
     "Expectation",
     "ExpectedCall",
+    "OracleBlindModel",
     "OracleModel",
     "OraclePolicy",
     "ScoreBreakdown",
+    "TaskCall",
     "World",
     "case_from_query",
     "classify_intent",
@@ -64,4 +66,5 @@ __all__ = [
     "load_catalog",
     "score_episode",
     "states",
+    "task_calls",
 ]

@@ -412,6 +412,9 @@ def _flash(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
     tail = [x for x in (left, limit) if x]
     long = core + (", " + ", ".join(tail) if tail else "") + (" per viewer" if limit else "")
     short = f"{price}" + (f" till {until}" if until else "") + (", " + ", ".join(tail) if tail else "")
+    if left is None and stock is not None:
+        # The stock result came back cut short: say so rather than leave the count out silently.
+        return [f"{long}! Checking stock for you. ⚡", f"{long}! Checking stock.", f"{short}; checking stock", short]
     return [f"{long}! ⚡", f"{long}!", short]
 
 

@@ -109,7 +109,7 @@ def best_coupon(coupons: list[dict[str, Any]], price: float, now: str | None) ->
     ]
     if not usable:
         return None
-    return sorted(usable, key=lambda c: (-coupon_saving(c, price), str(c.get("code"))))[0]
+    return min(usable, key=lambda c: (-coupon_saving(c, price), str(c.get("code"))))
 
 
 def size_for_height(guide: list[dict[str, Any]], height_cm: float) -> str | None:

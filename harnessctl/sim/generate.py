@@ -16,7 +16,14 @@ from harnessctl.sim.case import Case, CaseContext
 from harnessctl.sim.catalog import Catalog, load_catalog
 from harnessctl.sim.expectations import expectation_for
 from harnessctl.sim.task import FAULT_KINDS, INTENTS
-from harnessctl.sim.templates import CONDITIONS, EMOJI, HANDLES, POINTERS, template_id, templates_for
+from harnessctl.sim.templates import (
+    CONDITIONS,
+    EMOJI,
+    HANDLES,
+    POINTERS,
+    template_id,
+    templates_for,
+)
 
 
 def feasible_intents(catalog: Catalog) -> list[str]:
@@ -197,7 +204,7 @@ def _make_case(
         id=case_id, intent=intent, query=query, context=context, suite=suite, seed=seed, tags=tags, slots=slots,
         template=template_id(key, template),
     )
-    case.expect = expectation_for(intent, slots, catalog, context)
+    case.expect = expectation_for(intent, slots, catalog, context, query)
     return case
 
 

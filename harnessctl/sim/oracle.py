@@ -36,7 +36,7 @@ from harnessctl.runtime.messages import is_viewer_message, parse_tool_content
 from harnessctl.runtime.record import ModelResponse, ToolCall
 from harnessctl.runtime.text import count_tokens
 from harnessctl.sim.compose import Findings, choose_reply, compose
-from harnessctl.sim.task import INTENT_SKILL, SKILL_FALLBACKS, retry_trigger
+from harnessctl.sim.task import INTENT_SKILL, SKILL_FALLBACKS, retry_trigger, task_calls
 
 # Which result goes where in :class:`Findings`, by tool key.
 _FINDINGS_SLOT = {
@@ -288,51 +288,13 @@ def _skills_for(intent: str, h: Harness) -> list[str]:
 
 
 def _plan(intent: str, slots: dict[str, Any], case: Any, h: Harness, skills: list[str]) -> list[PlannedCall]:
-    pid = slots.get("product_id")
-    calls: list[PlannedCall] = []
-    if intent == "product_info":
-        if slots.get("search"):
-            calls = [PlannedCall("product_search", {"query": _search_words(case.query)}), PlannedCall("product_details", {"product_id": pid}, 2)]
-        else:
-            calls = [PlannedCall("product_details", {"product_id": pid})]
-    elif intent in ("price", "promotion"):
-        calls = [PlannedCall("product_details", {"product_id": pid}), PlannedCall("promotions", {"product_id": pid})]
-    elif intent == "stock":
-        args = {"product_id": pid}
-        if slots.get("variant"):
-            args["variant"] = slots["variant"]
-        calls = [PlannedCall("stock_check", args)]
-    elif intent in ("size_advice", "compliance_sensitive"):
-        calls = [PlannedCall("product_details", {"product_id": pid})]
-    elif intent == "shipping":
-        calls = [PlannedCall("shipping_estimate", {"region": slots.get("region") or "central"})]
-    elif intent == "returns":
-        calls = [PlannedCall("return_policy", {"product_id": pid})]
-    elif intent == "order_status":
-        if slots.get("order_id"):
-            calls = [PlannedCall("order_status", {"order_id": str(slots["order_id"]).upper()})]
-    elif intent == "comparison":
-        calls = [PlannedCall("product_details", {"product_id": pid}), PlannedCall("product_details", {"product_id": slots.get("other_id")})]
-    elif intent in ("complaint", "human_request"):
-        if slots.get("order_id"):
-            calls.append(PlannedCall("order_status", {"order_id": str(slots["order_id"]).upper()}))
-        urgency = "high" if slots.get("urgency") == "high" else "normal"
-        reason = "damaged or missing item" if urgency == "high" else ("viewer asked for a person" if intent == "human_request" else "unhappy viewer")
-        calls.append(PlannedCall("human_handoff", {"reason": reason, "urgency": urgency}))
-    elif intent == "flash_sale":
-        calls = [PlannedCall("promotions", {"product_id": pid}), PlannedCall("stock_check", {"product_id": pid})]
-    # Only tools the harness has; under a loaded skill, only the tools the skills list.
+    """The needed calls of the task spec (:func:`~harnessctl.sim.task.task_calls`), with the
+    arguments a correct call sends — only tools the harness has, and under a loaded skill only
+    the tools the skills list."""
+    calls = [PlannedCall(c.tool, dict(c.args), c.round) for c in task_calls(intent, slots, case.query or "") if c.required]
     keys = {t.key for t in h.tools}
     allowed = set().union(*(h.skill(k).tools for k in skills)) if skills else keys
     return [c for c in calls if c.tool in keys and c.tool in allowed and all(v is not None for v in c.args.values())]
-
-
-_STOP = {"the", "a", "an", "do", "you", "u", "have", "tell", "me", "more", "about", "what", "is", "like", "pls", "please", "describe", "it", "this", "one"}
-
-
-def _search_words(query: str) -> str:
-    words = [w for w in re.findall(r"[A-Za-z0-9]+", query) if w.lower() not in _STOP]
-    return " ".join(words) or query
 
 
 def _slots_of(case: Any) -> dict[str, Any]:

@@ -85,7 +85,7 @@ class ReplyProbe:
         self._case: Any = None
         self._policy: Any = None
 
-    def for_episode(self, case: Any, harness: Any) -> "ReplyProbe":
+    def for_episode(self, case: Any, harness: Any) -> ReplyProbe:
         bound = ReplyProbe(self.name, self.rewrite, self.inner)
         bound._case = case
         bound._policy = self.inner.for_episode(case, harness)

@@ -60,7 +60,7 @@ def case_from_query(
     if intent == "comparison":
         context.lineup = {slots["other_id"]: catalog.product(slots["other_id"])["name"]}
     case = Case(id=case_id, intent=intent, query=query, context=context, suite=suite, slots=slots)
-    case.expect = expectation_for(intent, slots, catalog, context)
+    case.expect = expectation_for(intent, slots, catalog, context, query)
     return case
 
 

@@ -27,7 +27,10 @@ reasoning            0.05    tokens inside ``<think>`` beyond ``max_think_tokens
 ===================  ======  ===============================================================
 
 ``passed`` needs ``total >= PASS_THRESHOLD`` and no hard failure (an invented number, a
-forbidden claim, no reply, a model error). Failed calls caused by the world (a timeout, an
+forbidden claim, no reply, a model error, or a constraint the model's own reply broke before a
+guard repaired it: reply length, emoji, a banned phrase, a revision asked for, the tool-call
+budget). Facts are read by meaning (:mod:`harnessctl.sim.meaning`): rewordings pass, negated,
+retracted or contradicted facts fail. Failed calls caused by the world (a timeout, an
 upstream error) are never held against the model when it followed the retry hook; the facts
 only that tool would have given are then excused.
 
@@ -48,9 +51,11 @@ from harnessctl.runtime.text import count_emojis
 from harnessctl.sim.case import Case, ExpectedCall
 from harnessctl.sim.meaning import states
 from harnessctl.sim.task import (
+    FACT_RULES,
     PASS_THRESHOLD,
     SKILL_FALLBACKS,
     WORLD_ERRORS,
+    fact_rule,
     retry_trigger,
 )
 
@@ -70,7 +75,7 @@ TASK_COMPONENTS = ("correctness", "tool_rationality", "skill_selection")
 #: reply that needed it does not pass.
 HARD_FAILURES = (
     "hallucinated_number", "forbidden_claim", "no_reply", "model_error",
-    "over_length", "too_many_emojis", "banned_phrase", "over_tool_budget",
+    "over_length", "too_many_emojis", "banned_phrase", "over_tool_budget", "guard_revise",
 )
 LOADER_KEY = "load_skill"
 _MONEY_KEYS = ("price", "fee", "over", "spend", "amount", "cost", "total")
@@ -183,8 +188,9 @@ _BUDGET_CONSTRAINT = {"max_tool_calls": "max_tool_calls", "max_turns": "max_turn
 
 def failure_entries(failures: list[str], case: Case) -> list[dict[str, Any]]:
     """The failures as plain entries ``{kind, component, element: {type, key}, detail, hard}``,
-    naming the harness element each one involves (skill, tool, hook or constraint key), so
-    failures can be grouped by kind, component and element.
+    naming the harness element each one involves (skill, tool, hook or constraint key), plus
+    ``rule: {skill, key}`` — the skill rule that asked for a missing fact or forbade a claim —
+    so failures can be grouped by kind, component, element and rule.
 
     >>> from harnessctl.sim.case import Expectation
     >>> c = Case(id="c", intent="price", query="?", expect=Expectation(skill="price_promo", facts=["$1.00"],
@@ -210,10 +216,17 @@ def failure_entries(failures: list[str], case: Case) -> list[dict[str, Any]]:
                 key = _BUDGET_CONSTRAINT.get(detail, detail)
             elif etype in ("tool", "skill"):
                 key = detail or None
-        out.append({
+        entry = {
             "kind": kind, "component": component, "element": {"type": etype, "key": key},
             "detail": detail or None, "hard": kind in HARD_FAILURES,
-        })
+        }
+        # The skill rule that asked for the missing fact or forbade the claim, by key.
+        rule = fact_rule(case.intent, detail) if kind == "missing_fact" else None
+        if kind == "forbidden_claim":
+            rule = FACT_RULES.get(case.intent, {}).get("forbidden")
+        if rule and skill:
+            entry["rule"] = {"skill": skill, "key": rule}
+        out.append(entry)
     return out
 
 

@@ -116,7 +116,47 @@ def test_the_demo_echoes_commands_quoted_and_honours_no_color(tmp_path):
     helper = script[start: script.index("\n}\n", start) + 3]
     run = [*helper.splitlines(), 'step printf "%s|" "two words" "it\'s"']
     for env, coloured in (({"NO_COLOR": "1"}, False), ({}, False)):  # captured output is no terminal either
-        res = subprocess.run(["bash", "-c", "\n".join(run)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env})
+        res = subprocess.run(["bash", "-c", "\n".join(run)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env}, check=False)
         assert res.returncode == 0, res.stderr
         assert ("\x1b[" in res.stdout) is coloured
         assert "$ printf %s\\| two\\ words it\\'s" in res.stdout and "two words|it's|" in res.stdout
+
+
+def test_hints_repeat_the_evals_folder_in_use(tmp_path):
+    (tmp_path / "myevals").mkdir()
+    res = CliRunner().invoke(app, ["eval", "--model", "oracle", "--evals-dir", str(tmp_path / "myevals"), "-H", str(HARNESS),
+                                   "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 2
+    assert f"harnessctl eval build-suites --evals-dir {tmp_path / 'myevals'}" in " ".join(res.output.split())
+    res = CliRunner().invoke(app, ["report", "nope", "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 2 and f"harnessctl runs --runs-dir {tmp_path / 'runs'}" in " ".join(res.output.split())
+
+
+def test_judge_calibrate_warns_when_the_labels_were_made_by_a_program(tmp_path, monkeypatch):
+    from harnessctl.eval import calibrate as calibrate_mod
+
+    class Stop(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Stop  # the warning comes before any judge call; no judge model is needed to see it
+
+    monkeypatch.setattr(calibrate_mod, "calibrate", stop)
+    res = CliRunner().invoke(app, ["judge", "calibrate", "--labels", str(EVALS / "labels.jsonl"), "--judge", "openai/judge",
+                                   "--api-base", "http://127.0.0.1:9/v1"])
+    assert isinstance(res.exception, Stop)
+    flat = " ".join(res.output.split())
+    assert "labels in" in flat and "were made by a program, not a person" in flat
+
+
+@pytest.mark.parametrize("env, says", [(None, "no --model, no $HARNESSCTL_MODEL"), ("oracle", "from $HARNESSCTL_MODEL")])
+def test_run_says_which_model_it_uses_and_where_it_came_from(livecommerce_path, tmp_path, monkeypatch, env, says):
+    monkeypatch.chdir(tmp_path)
+    if env is None:
+        monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
+    else:
+        monkeypatch.setenv("HARNESSCTL_MODEL", env)
+    res = CliRunner().invoke(app, ["run", "-q", "how much is it?", "-p", "P003", "-H", str(livecommerce_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert says in " ".join(res.stderr.split()) and "reference policy" in res.stderr
+    assert json.loads(res.stdout)["record"]["model"] == "oracle"  # stdout stays one JSON object

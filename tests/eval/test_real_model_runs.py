@@ -81,12 +81,16 @@ SETTINGS = ("--max-tokens", "24", "--temperature", "0.7", "--case-timeout", "90s
 
 
 def _start_and_stop(tmp_path: Path, url: str, run_id: str, sig: signal.Signals) -> tuple[subprocess.CompletedProcess, list]:
-    cmd = [
-        sys.executable, "-m", "harnessctl.cli.main", *eval_args(
-            tmp_path, "--suite", "livestream,variant", "--limit", "8", "-j", "2", *SETTINGS, "--no-cache",
-            "--model", "openai/tiny", "--api-base", url, "--run-id", run_id, "--json",
-        ),
-    ]
+    argv = ["harnessctl", *eval_args(
+        tmp_path, "--suite", "livestream,variant", "--limit", "8", "-j", "2", *SETTINGS, "--no-cache",
+        "--model", "openai/tiny", "--api-base", url, "--run-id", run_id, "--json",
+    )]
+    # Ctrl-C handling as in a terminal, even when the tests run where SIGINT is ignored (a background job).
+    start = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        f"sys.argv = {argv!r}; runpy.run_module('harnessctl.cli.main', run_name='__main__')"
+    )
+    cmd = [sys.executable, "-c", start]
     records = tmp_path / "runs" / run_id / "records.jsonl"
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -198,3 +202,19 @@ def test_cache_hits_are_counted_for_agent_suites(tmp_path, served_tiny, monkeypa
     assert s2["cached"] == 3 and s2["cache_hits"] == s2["model_calls"] == s1["model_calls"]
     assert second["cache"]["hits"] == s1["model_calls"] and s2["score"] == s1["score"]
     assert s2["latency"]["p50"] is None  # no latency measured, rather than a latency of zero
+
+
+def test_a_local_model_run_resumes_with_its_own_settings(tmp_path, tiny_model_path):
+    """The in-process path (``local:``): a run cut back to its first record, as a kill leaves it,
+    resumes with the manifest's typed settings (an int ``max_tokens``, not a redacted string)."""
+    args = eval_args(tmp_path, "--suite", "livestream", "--limit", "3", "--model", f"local:{tiny_model_path}", "--max-tokens", "12",
+                     "--temperature", "0.5", "--no-cache", "--run-id", "loc", "--json")
+    assert CliRunner().invoke(app, args).exit_code == 0
+    records = tmp_path / "runs" / "loc" / "records.jsonl"
+    first = records.read_text().splitlines()[0]
+    records.write_text(first + "\n" + first[: len(first) // 2])  # one case kept, one torn mid-write
+    res = CliRunner().invoke(app, eval_args(tmp_path, "--resume", "loc", "--json"))
+    assert res.exit_code == 0, res.output
+    results = RunStore.open(tmp_path / "runs" / "loc").results()
+    assert len(results) == 3 and all(r.error is None for r in results)
+    assert all(0 < step["completion_tokens"] <= 12 for r in results for step in r.record["model_steps"])

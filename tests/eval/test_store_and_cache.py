@@ -162,7 +162,7 @@ def test_a_config_read_back_is_checked_field_by_field():
     from dataclasses import asdict
 
     assert EvalConfig.from_dict(json.loads(json.dumps(asdict(config)))) == config
-    with pytest.raises(ValueError, match="'max_tokens' is '<redacted>', not a int"):
+    with pytest.raises(ValueError, match="'max_tokens' is '<redacted>', not an integer"):
         EvalConfig.from_dict({**asdict(config), "max_tokens": "<redacted>"})
 
 
@@ -218,8 +218,7 @@ def test_a_local_models_cache_key_changes_when_its_files_change(tmp_path):
     second = model_identity(Local())
     (folder / "tokenizer.json").write_text('{"v": 2}')
     assert len({first, second, model_identity(Local())}) == 3
-    key = lambda ident: call_key(ident, None, MSG, [], GenerationSettings())  # noqa: E731
-    assert key(first) != key(second)
+    assert call_key(first, None, MSG, [], GenerationSettings()) != call_key(second, None, MSG, [], GenerationSettings())
 
 
 def test_each_episode_counts_its_own_calls_and_hits():

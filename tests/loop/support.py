@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from harnessctl.sim.oracle import OracleModel, OraclePolicy
 
@@ -84,3 +84,82 @@ def hc(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.
         [sys.executable, "-m", "harnessctl.cli.main", *args], check=False, capture_output=True, text=True,
         cwd=cwd or REPO_ROOT, timeout=timeout,
     )
+
+
+class StreamingStub:
+    """An OpenAI-compatible endpoint that streams: ``first_s`` before the first token, then
+    ``tokens`` chunks ``gap_s`` apart, and the usage in a last chunk (as vLLM does with
+    ``stream_options.include_usage``). Use as a context manager; ``url`` is its base URL."""
+
+    def __init__(self, *, first_s: float = 0.05, tokens: int = 8, gap_s: float = 0.01):
+        self.first_s, self.tokens, self.gap_s = first_s, tokens, gap_s
+        self.requests: list[dict[str, Any]] = []
+
+    def __enter__(self) -> Self:
+        import json
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                stub.requests.append(body)
+                base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "stub")}
+                time.sleep(stub.first_s)
+                if not body.get("stream"):
+                    data = json.dumps({**base, "object": "chat.completion", "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": "hi " * stub.tokens}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": stub.tokens, "total_tokens": 10 + stub.tokens}}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+
+                def send(obj: Any) -> None:
+                    self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+                    self.wfile.flush()
+
+                for i in range(stub.tokens):
+                    if i:
+                        time.sleep(stub.gap_s)
+                    send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi "}, "finish_reason": None}]})
+                send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                send({**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": stub.tokens, "total_tokens": 10 + stub.tokens}})
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def run_cli(*args: str) -> Any:
+    """Run ``harnessctl ARGS`` in process (typer's CliRunner on the real app): the same commands
+    as :func:`hc` without paying the interpreter's start and imports again. Stdout and stderr
+    come back apart (``.stdout``, ``.stderr``); an uncaught exception fails the test."""
+    from typer.testing import CliRunner
+
+    from harnessctl.cli.main import app
+
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)

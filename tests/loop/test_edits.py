@@ -18,7 +18,7 @@ from harnessctl.models.server import serve_in_background
 from harnessctl.sim.case import Case, Expectation, ExpectedCall
 from tests.conftest import LIVECOMMERCE
 
-from .support import git, harness_repo, hc
+from .support import git, harness_repo, hc, run_cli
 
 
 def test_operations_set_fields_and_move_elements_on_a_copy(livecommerce):
@@ -161,11 +161,11 @@ def test_edit_cli_lists_validated_proposals_and_applies_the_picked_one(tmp_path,
     folder = harness_repo(tmp_path, LIVECOMMERCE)
     repo = folder.parent.parent
     cmd = ["edit", str(weak_run.store.root), "-H", str(folder), "--json"]
-    shown = hc(*cmd)
+    shown = hc(*cmd)  # a real process: the command as a person runs it
     assert shown.returncode == 0, shown.stderr
     listed = json.loads(shown.stdout)
     assert listed["proposals"] and listed["applied"] is None and all(p["diff"] for p in listed["proposals"])
-    applied = hc(*cmd, "--apply", "--pick", "1", "--branch", "fix/one")
-    assert applied.returncode == 0, applied.stderr
+    applied = run_cli(*cmd, "--apply", "--pick", "1", "--branch", "fix/one")
+    assert applied.exit_code == 0, applied.output
     assert json.loads(applied.stdout)["applied"]["branch"] == "fix/one"
     assert git(repo, "log", "-1", "--format=%s").startswith("livecommerce: " + listed["proposals"][0]["title"])

@@ -12,7 +12,7 @@ from harnessctl.loop.journal import Journal, LoopInterrupted
 from tests.conftest import LIVECOMMERCE
 
 from .conftest import EVALS
-from .support import ShortRuleSpanModel, hc
+from .support import ShortRuleSpanModel, hc, run_cli
 
 
 def _config(tmp_path, **kw) -> LoopConfig:
@@ -70,17 +70,36 @@ def test_a_loop_resumed_with_other_settings_is_refused(tmp_path):
 def test_loop_cli_runs_the_tiny_model_in_process_and_resumes_a_finished_loop(tmp_path, tiny_model_path):
     args = ["loop", "--model", f"local:{tiny_model_path}", "--budget", "1", "--suite", "livestream", "--limit", "2",
             "--evals-dir", str(EVALS), "--loops-dir", str(tmp_path / "loops"), "--loop-id", "tiny", "-H", str(LIVECOMMERCE),
-            "--no-cache", "--json"]
-    first = hc(*args)
-    assert first.returncode == 0, first.stderr
+            "--no-cache", "--max-tokens", "32", "--json"]
+    first = run_cli(*args)
+    assert first.exit_code == 0, first.output
     data = json.loads(first.stdout)
     assert data["loop_id"] == "tiny" and data["baseline"]["livestream"] <= 100.0
     assert len(data["rows"]) <= 1  # the budget: one candidate at most
-    again = hc("loop", "--model", "ignored", "--resume", "tiny", "--loops-dir", str(tmp_path / "loops"), "--json")
-    assert again.returncode == 0, again.stderr
+    again = run_cli("loop", "--model", "ignored", "--resume", "tiny", "--loops-dir", str(tmp_path / "loops"), "--json")
+    assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["final"] == data["final"]
 
 
 def test_loop_cli_rejects_a_bad_suite_with_exit_2(tmp_path):
     proc = hc("loop", "--model", "oracle", "--suite", "ifeval", "-H", str(LIVECOMMERCE), "--loops-dir", str(tmp_path))
     assert proc.returncode == 2 and "--suite 'ifeval'" in proc.stderr
+
+
+def test_an_llm_proposers_edit_is_tried_first_and_kept_when_it_wins(tmp_path):
+    from harnessctl.models.scripted import ScriptedModel
+    from harnessctl.models.server import serve_in_background
+
+    answer = {"proposals": [{
+        "title": "returns rule first", "rationale": "the returns policy call is missed", "targets": ["rule:shipping_returns.returns_from_policy"],
+        "ops": [{"op": "move", "element": "rule", "parent": "shipping_returns", "key": "returns_from_policy", "to": 1}],
+    }]}
+    url, stop = serve_in_background(ScriptedModel([json.dumps(answer)], name="p", repeat_last=True), model_name="p")
+    try:
+        cfg = _config(tmp_path, budget=1, proposer="openai/p", proposer_api_base=url)
+        result = run_loop(cfg, loop_id="llm", backend=ShortRuleSpanModel())
+    finally:
+        stop()
+    row = result.rows[0]
+    assert row["source"] == "llm:openai/p" and row["proposal"] == "returns rule first"
+    assert row["kept"] and sum(result.final.values()) > sum(result.baseline.values())

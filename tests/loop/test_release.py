@@ -16,7 +16,7 @@ from harnessctl.models.server import serve_in_background
 from tests.conftest import LIVECOMMERCE
 
 from .conftest import EVALS
-from .support import ShortRuleSpanModel, git, harness_repo, hc
+from .support import ShortRuleSpanModel, git, harness_repo, run_cli
 
 
 def _state(repo: Path) -> dict[str, str]:
@@ -104,12 +104,14 @@ def test_a_latency_budget_miss_is_refused_through_the_cli_with_exit_1(tmp_path, 
     before = _state(repo)
     args = ["release", "v2", "--gate", "--model", "oracle", "-H", str(released_repo), "--limit", "2", "--per-element", "1",
             "--evals-dir", str(EVALS), "--runs-dir", str(tmp_path / "runs"), "--notes-dir", str(tmp_path / "notes"), "--no-cache"]
-    refused = hc(*args, "--latency-budget", "1ms", "--json")
-    assert refused.returncode == 1, refused.stderr
+    refused = run_cli(*args, "--latency-budget", "1ms", "--json")
+    assert refused.exit_code == 1, refused.output
     assert any("over the 0.001s budget" in r for r in json.loads(refused.stdout)["reasons"])
     assert _state(repo) == before
-    passed = hc(*args)
-    assert passed.returncode == 0, passed.stderr
+    dry = run_cli(*args, "--dry-run")
+    assert dry.exit_code == 0 and "gate passed" in dry.stdout and _state(repo) == before
+    passed = run_cli(*args)
+    assert passed.exit_code == 0, passed.output
     assert "released v2" in passed.stdout
     assert "v2" in git(repo, "tag")
 
@@ -121,9 +123,10 @@ def test_a_latency_budget_miss_is_refused_through_the_cli_with_exit_1(tmp_path, 
     (["release", "v2", "--model", "oracle", "--latency-budget", "soon"], "--latency-budget: not a duration"),
     (["rollback"], "no earlier position"),
 ])
-def test_bad_release_input_says_what_to_do_and_exits_2(tmp_path, released_repo, args, message):
-    proc = hc(*args, "-H", str(released_repo), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+def test_bad_release_input_says_what_to_do_and_exits_2(tmp_path, released_repo, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli(*args, "-H", str(released_repo))
+    assert proc.exit_code == 2, proc.output
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -35,7 +35,7 @@ class FakeAnthropic:
             def log_message(self, *a):
                 pass
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 fake.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
                 data = json.dumps({
                     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",

@@ -23,10 +23,14 @@ def shipped(livecommerce_path):
 
 
 def call(tool: str, **args) -> str:
-    return f'<tool_call>{json.dumps({"name": tool, "arguments": args})}</tool_call>'
+    return f"<tool_call>{json.dumps({'name': tool, 'arguments': args})}</tool_call>"
 
 
-SCRIPT = [call("load_skill", name="explain_price"), call("get_product_details", product_id="P001"), "It is $18.99 live!"]
+SCRIPT = [
+    call("load_skill", name="explain_price"),
+    call("get_product_details", product_id="P001"),
+    "It is $18.99 live!",
+]
 
 
 def strip_times(d):
@@ -98,7 +102,9 @@ def test_the_environment_comes_from_the_caller_or_the_case_never_from_a_runtime_
     )
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
-    code = "import sys, json, harnessctl.models.types, harnessctl.models.toolcall_text, harnessctl.models.base;" \
+    code = (
+        "import sys, json, harnessctl.models.types, harnessctl.models.toolcall_text, harnessctl.models.base;"
         "print(json.dumps([m for m in sys.modules if m.startswith('harnessctl.runtime')]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

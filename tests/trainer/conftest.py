@@ -30,10 +30,21 @@ def sft_run(tmp_path_factory, tiny_model_path, trajectories_dir):
     from trainer.sft import train_sft
 
     out = tmp_path_factory.mktemp("sft") / "model"
-    cfg = load_config("sft", "tiny-cpu", {
-        "model": str(tiny_model_path), "data": str(trajectories_dir), "out": str(out), "max_steps": 4,
-        "per_device_batch_size": 2, "save_steps": 2, "logging_steps": 1, "learning_rate": 3e-3, "warmup_steps": 0,
-    })
+    cfg = load_config(
+        "sft",
+        "tiny-cpu",
+        {
+            "model": str(tiny_model_path),
+            "data": str(trajectories_dir),
+            "out": str(out),
+            "max_steps": 4,
+            "per_device_batch_size": 2,
+            "save_steps": 2,
+            "logging_steps": 1,
+            "learning_rate": 3e-3,
+            "warmup_steps": 0,
+        },
+    )
     return cfg, train_sft(cfg, progress=False)
 
 
@@ -78,8 +89,14 @@ def oracle_sampler(rollout, *, bad_every: int = 0):
         count["n"] += 1
         bad = bool(bad_every) and count["n"] % bad_every == 0
         cfg = rollout.cfg
-        return Scripted(model, rollout.tokenizer, OracleModel().for_episode(case, harness), bad,
-                        temperature=cfg.temperature, max_turn_tokens=cfg.max_turn_tokens,
-                        max_completion_length=cfg.max_completion_length)
+        return Scripted(
+            model,
+            rollout.tokenizer,
+            OracleModel().for_episode(case, harness),
+            bad,
+            temperature=cfg.temperature,
+            max_turn_tokens=cfg.max_turn_tokens,
+            max_completion_length=cfg.max_completion_length,
+        )
 
     return factory

@@ -24,10 +24,32 @@ def env() -> dict[str, str]:
 
 def test_train_sft_prints_a_json_summary_and_evaluates_the_result(tiny_model_path, trajectories_dir, tmp_path):
     out = tmp_path / "sft"
-    cmd = [sys.executable, "-m", "harnessctl.cli.main", "train", "sft", "--model", f"local:{tiny_model_path}",
-           "--data", str(trajectories_dir), "--out", str(out), "--config", "tiny-cpu", "--max-steps", "2",
-           "--set", "per_device_batch_size=2", "--set", "save_steps=100", "--eval", "livestream", "--eval-limit", "2",
-           "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harnessctl.cli.main",
+        "train",
+        "sft",
+        "--model",
+        f"local:{tiny_model_path}",
+        "--data",
+        str(trajectories_dir),
+        "--out",
+        str(out),
+        "--config",
+        "tiny-cpu",
+        "--max-steps",
+        "2",
+        "--set",
+        "per_device_batch_size=2",
+        "--set",
+        "save_steps=100",
+        "--eval",
+        "livestream",
+        "--eval-limit",
+        "2",
+        "--json",
+    ]
     res = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads(res.stdout)
@@ -39,10 +61,35 @@ def test_train_sft_prints_a_json_summary_and_evaluates_the_result(tiny_model_pat
 
 def test_accelerate_launch_runs_a_stage_module_in_one_cpu_process(tiny_model_path, tmp_path):
     out = tmp_path / "rl"
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--cpu", "-m", "trainer.rl",
-           "--config", "tiny-cpu", "--model", str(tiny_model_path), "--out", str(out), "--max-steps", "1",
-           "--cases", "4", "--num-generations", "2", "--per-device-batch-size", "2", "--max-turn-tokens", "16",
-           "--save-steps", "100", "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--num_processes",
+        "1",
+        "--cpu",
+        "-m",
+        "trainer.rl",
+        "--config",
+        "tiny-cpu",
+        "--model",
+        str(tiny_model_path),
+        "--out",
+        str(out),
+        "--max-steps",
+        "1",
+        "--cases",
+        "4",
+        "--num-generations",
+        "2",
+        "--per-device-batch-size",
+        "2",
+        "--max-turn-tokens",
+        "16",
+        "--save-steps",
+        "100",
+        "--json",
+    ]
     res = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads(res.stdout.strip().splitlines()[-1])
@@ -72,7 +119,9 @@ GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "c
 )
 def test_a_bad_dataset_names_the_file_line_and_column(tiny_model_path, tmp_path, rows, message):
     data = write_rows(tmp_path / "data" / "train.jsonl", rows)
-    res = runner.invoke(app, ["train", "sft", "--model", str(tiny_model_path), "--data", str(data), "--out", str(tmp_path / "o")])
+    res = runner.invoke(
+        app, ["train", "sft", "--model", str(tiny_model_path), "--data", str(data), "--out", str(tmp_path / "o")]
+    )
     assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output
 
 
@@ -90,7 +139,12 @@ def test_a_bad_dataset_names_the_file_line_and_column(tiny_model_path, tmp_path,
     ],
 )
 def test_bad_options_are_one_clear_message_and_exit_2(tiny_model_path, trajectories_dir, tmp_path, args, message):
-    values = {"readme": str(REPO / "README.md"), "tmp": str(tmp_path), "model": str(tiny_model_path), "data": str(trajectories_dir)}
+    values = {
+        "readme": str(REPO / "README.md"),
+        "tmp": str(tmp_path),
+        "model": str(tiny_model_path),
+        "data": str(trajectories_dir),
+    }
     argv = ["train", *[a.format(**values) for a in args], "--out", str(tmp_path / "o")]
     res = runner.invoke(app, argv)
     assert res.exit_code == 2, res.output
@@ -102,9 +156,28 @@ def test_an_interrupted_run_exits_130_and_says_how_to_resume(monkeypatch, tmp_pa
     from trainer.common import TrainResult
 
     def interrupted(stage, cfg, **kwargs):
-        return TrainResult(stage=stage, out=cfg.out, steps=3, seconds=1.0, tokens=10, tokens_per_s=10.0,
-                           interrupted=True, checkpoint=f"{cfg.out}/checkpoint-3")
+        return TrainResult(
+            stage=stage,
+            out=cfg.out,
+            steps=3,
+            seconds=1.0,
+            tokens=10,
+            tokens_per_s=10.0,
+            interrupted=True,
+            checkpoint=f"{cfg.out}/checkpoint-3",
+        )
 
     monkeypatch.setattr(trainer.stages, "run_stage", interrupted)
     res = runner.invoke(app, ["train", "base", "--out", str(tmp_path / "b"), "--json"])
     assert res.exit_code == 130 and "--resume" in res.output and "checkpoint-3" in res.output
+
+
+def test_the_command_line_loads_no_training_library_until_a_stage_runs():
+    code = (
+        "import sys, json, harnessctl.cli.main, trainer.config, trainer.cli;"
+        "print(json.dumps(sorted(m for m in ('torch', 'trl', 'transformers', 'datasets') if m in sys.modules)))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env(), capture_output=True, text=True, check=True)
+    assert json.loads(res.stdout) == []
+    res = runner.invoke(app, ["train", "--help"])
+    assert res.exit_code == 0 and all(stage in res.output for stage in ("base", "sft", "distill", "rl"))

@@ -16,11 +16,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_a_config_layers_defaults_then_file_then_stage_section_then_overrides(tmp_path):
     f = tmp_path / "c.yaml"
-    f.write_text("learning_rate: 0.01\nmax_steps: 7\nsft:\n  max_steps: 9\n  packing: true\nrl:\n  num_generations: 8\n")
+    f.write_text(
+        "learning_rate: 0.01\nmax_steps: 7\nsft:\n  max_steps: 9\n  packing: true\nrl:\n  num_generations: 8\n"
+    )
     sft = load_config("sft", f, {"max_steps": "11"})
     assert (sft.learning_rate, sft.max_steps, sft.packing, sft.seed) == (0.01, 11, True, 0)
     rl = load_config("rl", f, {"reward_weights": '{"correctness": 1.0}', "hsa": "false", "per_device_batch_size": "8"})
-    assert rl.max_steps == 7 and rl.num_generations == 8 and rl.reward_weights == {"correctness": 1.0} and rl.hsa is False
+    assert (
+        rl.max_steps == 7 and rl.num_generations == 8 and rl.reward_weights == {"correctness": 1.0} and rl.hsa is False
+    )
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")))
@@ -109,3 +113,13 @@ def test_tool_use_rows_render_with_the_tiny_template_and_name_a_listed_tool(tiny
         assert called and called <= listed
         row = check_row(r, "row")
         assert token_lengths([row], tokenizer)[0] < 512
+
+
+def test_efficiency_is_rewarded_in_proportion_to_the_task_done():
+    from trainer.rewards import reward_functions
+
+    funcs, weights = reward_functions({"correctness": 0.4, "efficiency": 0.1}, think_penalty=0.01)
+    idle = {"correctness": 0.0, "efficiency": 1.0, "task": 0.0}  # a short empty reply
+    done = {"correctness": 1.0, "efficiency": 1.0, "task": 1.0}
+    rewards = [f(prompts=["p", "p"], completions=["", ""], components=[idle, done], think_over=[0, 40]) for f in funcs]
+    assert rewards == [[0.0, 1.0], [0.0, 1.0], [0.0, -0.4]] and weights == [0.4, 0.1, 1.0]

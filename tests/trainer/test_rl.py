@@ -18,11 +18,22 @@ def rl_parts(tiny_model_path, tmp_path_factory):
     from trainer.config import load_config
     from trainer.rl import build_rl_trainer
 
-    cfg = load_config("rl", "tiny-cpu", {
-        "model": str(tiny_model_path), "out": str(tmp_path_factory.mktemp("rl") / "model"), "cases": 6,
-        "num_generations": 2, "per_device_batch_size": 4, "max_turn_tokens": 160, "max_steps": 1,
-        "learning_rate": 1e-3, "logging_steps": 1, "save_steps": 1,
-    })
+    cfg = load_config(
+        "rl",
+        "tiny-cpu",
+        {
+            "model": str(tiny_model_path),
+            "out": str(tmp_path_factory.mktemp("rl") / "model"),
+            "cases": 6,
+            "num_generations": 2,
+            "per_device_batch_size": 4,
+            "max_turn_tokens": 160,
+            "max_steps": 1,
+            "learning_rate": 1e-3,
+            "logging_steps": 1,
+            "save_steps": 1,
+        },
+    )
     model, tokenizer = load_model(cfg.model, cfg)
     trainer, rollout = build_rl_trainer(cfg, model, tokenizer)
     return cfg, model, tokenizer, trainer, rollout
@@ -52,7 +63,8 @@ def test_trained_tokens_are_the_sampled_ones_and_the_environment_is_masked(rl_pa
             assert message["content"] in env_text
     rendered = tokenizer.apply_chat_template(
         __import__("harnessctl.models.local", fromlist=["_template_messages"])._template_messages(record.messages),
-        tools=record.tools, tokenize=False,
+        tools=record.tools,
+        tokenize=False,
     )
     assert tokenizer.decode(seq) == rendered.rstrip("\n")  # the whole sequence is the rendered chat
     assert len(policy.logprobs) == len(policy.completion_ids) == len(policy.env_mask)
@@ -101,7 +113,13 @@ def test_rewards_are_the_rubric_components_and_a_group_shares_one_variant(rl_par
     assert variants[0] == variants[1] and variants[2] == variants[3]
     assert out["prompt_ids"][0] != out["prompt_ids"][2]  # another group: another harness surface
     funcs = trainer.reward_funcs
-    assert [f.__name__ for f in funcs] == ["correctness", "efficiency", "tool_rationality", "skill_selection", "think_length"]
+    assert [f.__name__ for f in funcs] == [
+        "correctness",
+        "efficiency",
+        "tool_rationality",
+        "skill_selection",
+        "think_length",
+    ]
     assert trainer.args.reward_weights == [0.4, 0.1, 0.3, 0.2, 1.0]
 
 
@@ -134,4 +152,23 @@ def test_a_grpo_step_on_episodes_with_different_rewards_changes_the_weights(rl_p
     result = run_trainer(trainer, cfg, parent=cfg.model, data_hash="test", progress=False)
     assert result.steps == 1 and result.metrics["reward_std"] > 0
     assert weights_differ(Path(result.out), tiny_model_path) > 0
+    from tests.trainer.test_stages import loads_and_answers
+
+    loads_and_answers(Path(result.out))
     assert "rewards/correctness/mean" in result.metrics and "rewards/think_length/mean" in result.metrics
+
+
+def test_each_group_gets_a_fresh_variant_and_no_hsa_keeps_the_harness(rl_parts):
+    cfg, model, tokenizer, trainer, rollout = rl_parts
+    rollout.policy_factory = oracle_sampler(rollout)
+    prompt = "case:" + next(iter(rollout.cases))
+    out = rollout.rollout([prompt] * 4, model)  # one case, two groups of two
+    ids = out["prompt_ids"]
+    assert ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
+    rollout.cfg.hsa = False
+    try:
+        plain = rollout.rollout([prompt] * 4, model)["prompt_ids"]
+    finally:
+        rollout.cfg.hsa = True
+    assert plain[0] == plain[2]
+    assert tokenizer.decode(plain[0]).count(rollout.source.skill_loader.name) >= 1

@@ -13,7 +13,17 @@ import pytest
 from tests.trainer.conftest import weights_differ
 
 
-def test_sft_changes_the_weights_and_writes_a_manifest_beside_every_checkpoint(sft_run, tiny_model_path, trajectories_dir):
+def loads_and_answers(folder: Path) -> None:
+    from harnessctl.models.base import GenerationSettings
+    from harnessctl.models.local import LocalModel
+
+    reply = LocalModel(f"local:{folder}").generate([{"role": "user", "content": "hi"}], [], GenerationSettings(max_tokens=4))
+    assert 1 <= len(reply.completion_token_ids) <= 4
+
+
+def test_sft_changes_the_weights_and_writes_a_manifest_beside_every_checkpoint(
+    sft_run, tiny_model_path, trajectories_dir
+):
     cfg, result = sft_run
     out = Path(result.out)
     assert result.steps == 4 and not result.interrupted and result.tokens > 0 and result.tokens_per_s > 0
@@ -43,15 +53,27 @@ def test_the_sft_checkpoint_loads_as_local_serves_and_evaluates(sft_run, livecom
     assert 0.0 <= scores["scores"]["livestream"] <= 100.0 and Path(scores["run"]).is_dir()
     url, stop = serve_in_background(model, model_name="sft")
     try:
-        outcome = run_eval(EvalConfig(suites=["livestream"], model="openai/sft", api_base=url, limit=2, jobs=1,
-                                      cache=False, runs_dir=str(Path(result.out) / "served-runs"), max_tokens=16))
+        outcome = run_eval(
+            EvalConfig(
+                suites=["livestream"],
+                model="openai/sft",
+                api_base=url,
+                limit=2,
+                jobs=1,
+                cache=False,
+                runs_dir=str(Path(result.out) / "served-runs"),
+                max_tokens=16,
+            )
+        )
     finally:
         stop()
     summary = outcome.summary["suites"]["livestream"]
     assert summary["n"] == 2 and summary.get("errors", 0) == 0
 
 
-def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(tiny_model_path, trajectories_dir, tmp_path, monkeypatch):
+def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(
+    tiny_model_path, trajectories_dir, tmp_path, monkeypatch
+):
     from transformers import TrainerCallback
 
     import trainer.common as common
@@ -65,8 +87,15 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(tiny_model_path, 
 
     original = common._callbacks
     monkeypatch.setattr(common, "_callbacks", lambda *a, **k: original(*a, **k) + [PressCtrlC()])
-    overrides = {"model": str(tiny_model_path), "data": str(trajectories_dir), "out": str(tmp_path / "m"),
-                 "max_steps": 3, "per_device_batch_size": 2, "save_steps": 100, "logging_steps": 1}
+    overrides = {
+        "model": str(tiny_model_path),
+        "data": str(trajectories_dir),
+        "out": str(tmp_path / "m"),
+        "max_steps": 3,
+        "per_device_batch_size": 2,
+        "save_steps": 100,
+        "logging_steps": 1,
+    }
     first = train_sft(load_config("sft", "tiny-cpu", overrides), progress=False)
     assert first.interrupted and first.steps == 2 and first.checkpoint.endswith("checkpoint-2")
     assert (Path(first.checkpoint) / "train.json").is_file() and not (tmp_path / "m" / "model.safetensors").exists()
@@ -84,13 +113,24 @@ def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path
     from trainer.base import train_base
     from trainer.config import load_config
 
-    cfg = load_config("base", "tiny-cpu", {"out": str(tmp_path / "base"), "rows": 40, "max_steps": 2,
-                                           "per_device_batch_size": 4, "logging_steps": 1, "save_steps": 100})
+    cfg = load_config(
+        "base",
+        "tiny-cpu",
+        {
+            "out": str(tmp_path / "base"),
+            "rows": 40,
+            "max_steps": 2,
+            "per_device_batch_size": 4,
+            "logging_steps": 1,
+            "save_steps": 100,
+        },
+    )
     result = train_base(cfg, progress=False)
     assert result.steps == 2 and result.extra["rows"] == 40
     assert weights_differ(tmp_path / "base", tmp_path / "base" / "init") > 0
     manifest = json.loads((tmp_path / "base" / "train.json").read_text())
     assert manifest["stage"] == "base" and manifest["parent"].endswith("init")
+    loads_and_answers(tmp_path / "base")
 
 
 def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_another(sft_run, tiny_model_path, tmp_path):
@@ -101,12 +141,21 @@ def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_anot
     from trainer.distill import train_distill
 
     _, sft = sft_run
-    base = {"model": sft.out, "teacher": str(tiny_model_path), "n_prompts": 16, "max_steps": 2,
-            "per_device_batch_size": 4, "max_completion_length": 16, "eval_suites": "", "logging_steps": 1,
-            "save_steps": 100}
+    base = {
+        "model": sft.out,
+        "teacher": str(tiny_model_path),
+        "n_prompts": 16,
+        "max_steps": 2,
+        "per_device_batch_size": 4,
+        "max_completion_length": 16,
+        "eval_suites": "",
+        "logging_steps": 1,
+        "save_steps": 100,
+    }
     result = train_distill(load_config("distill", "tiny-cpu", {**base, "out": str(tmp_path / "d")}), progress=False)
     assert result.steps == 2 and weights_differ(tmp_path / "d", Path(sft.out)) > 0
     assert json.loads((tmp_path / "d" / "train.json").read_text())["teacher"] == str(tiny_model_path)
+    loads_and_answers(tmp_path / "d")
 
     other = tmp_path / "other-teacher"
     shutil.copytree(tiny_model_path, other)
@@ -115,3 +164,19 @@ def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_anot
     (other / "tokenizer.json").write_text(json.dumps(tok))
     with pytest.raises(TrainError, match="another vocabulary"):
         train_distill(load_config("distill", "tiny-cpu", {**base, "teacher": str(other), "out": str(tmp_path / "e")}))
+
+
+def test_lora_trains_adapters_and_saves_them_merged_into_a_plain_checkpoint(tiny_model_path, trajectories_dir, tmp_path):
+    from trainer.config import load_config
+    from trainer.sft import train_sft
+
+    cfg = load_config("sft", "tiny-cpu", {
+        "model": str(tiny_model_path), "data": str(trajectories_dir), "out": str(tmp_path / "lora"), "max_steps": 2,
+        "per_device_batch_size": 2, "save_steps": 100, "lora_r": 4, "lora_alpha": 8, "learning_rate": 1e-2,
+    })
+    result = train_sft(cfg, progress=False)
+    out = Path(result.out)
+    assert not (out / "adapter_config.json").exists() and (out / "model.safetensors").is_file()
+    assert weights_differ(out, tiny_model_path) > 0
+    assert json.loads((out / "train.json").read_text())["config"]["lora_r"] == 4
+    loads_and_answers(out)

@@ -1,0 +1,148 @@
+"""Benchmark of the bundled trainer on the tiny model (CPU), each figure against an in-run baseline.
+
+1. ``train sft`` tokens/s against plain TRL ``SFTTrainer`` on the same model, rows, ``max_length``,
+   batch, precision and steps (goal: >= 0.95x). Both are timed around ``trainer.train()``; tokens are
+   TRL's own ``num_tokens`` count. The stage adds data checks, sizing, progress, manifests.
+2. ``train rl``: episodes/s and the share of wall time spent generating (the policy sampling turns)
+   against the share in the GRPO update (everything outside the rollout function), with the
+   rollout's own overhead (runtime, simulator, scoring, variants) as the rest.
+
+Each stage's loss (or reward) by step is printed too: the learning curve behind the figures.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_train.py [--model DIR] [--sft-steps 30] [--rl-steps 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+GOAL = 0.95
+
+
+def build_inputs(work: Path, model: str | None, n: int) -> tuple[Path, Path]:
+    from harnessctl.augment.trajectories import TrajectorySpec, build_trajectories
+    from harnessctl.harness import load_harness
+    from harnessctl.models.tiny import build_tiny_model
+
+    harness = load_harness(REPO / "harnesses" / "livecommerce")
+    if model is None:
+        model_dir = work / "tiny"
+        build_tiny_model(model_dir, harness)
+    else:
+        model_dir = Path(model)
+    data = work / "data"
+    build_trajectories(harness, data, TrajectorySpec(n=n, variants=10, seed=11), jobs=1)
+    return model_dir, data
+
+
+def bench_sft(work: Path, model_dir: Path, data: Path, steps: int, batch: int) -> float:
+    from trl import SFTConfig, SFTTrainer
+
+    from trainer.common import load_model, quiet, training_arguments
+    from trainer.config import load_config
+    from trainer.data import read_chat_rows, to_dataset
+    from trainer.sft import fit_rows, train_sft
+
+    quiet()
+    overrides = {
+        "model": str(model_dir),
+        "data": str(data),
+        "max_steps": steps,
+        "per_device_batch_size": batch,
+        "save_steps": steps,
+        "logging_steps": 1,
+        "warmup_steps": 0,
+    }
+    # Baseline: plain TRL on the same rows and max_length the stage uses.
+    cfg = load_config("sft", "tiny-cpu", {**overrides, "out": str(work / "plain")})
+    model, tokenizer = load_model(model_dir, cfg)
+    rows, info = fit_rows(read_chat_rows(data), tokenizer, model, 0, 0.0)
+    dataset = to_dataset(rows)
+
+    def plain_run(out: str) -> float:
+        from transformers import set_seed
+        from transformers.trainer_callback import PrinterCallback
+
+        set_seed(cfg.seed)
+        fresh, _ = load_model(model_dir, cfg)
+        args = SFTConfig(
+            **{**training_arguments(cfg), "output_dir": out}, max_length=info["max_length"], assistant_only_loss=True
+        )
+        trainer = SFTTrainer(model=fresh, args=args, train_dataset=dataset, processing_class=tokenizer)
+        trainer.remove_callback(PrinterCallback)
+        t0 = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - t0
+        return max(float(h.get("num_tokens", 0)) for h in trainer.state.log_history) / seconds
+
+    # Baseline before and after the stage (the machine is shared: average out drift).
+    first = plain_run(str(work / "plain-1"))
+    result = train_sft(load_config("sft", "tiny-cpu", {**overrides, "out": str(work / "stage")}), progress=False)
+    second = plain_run(str(work / "plain-2"))
+    plain_tps = (first + second) / 2
+    ratio = result.tokens_per_s / plain_tps
+    print(
+        f"sft: stage {result.tokens_per_s:,.0f} tokens/s vs plain TRL SFTTrainer {plain_tps:,.0f} tokens/s "
+        f"-> {ratio:.3f}x (goal >= {GOAL}x); {steps} steps, batch {batch}, max_length {info['max_length']}"
+    )
+    print("sft learning curve (step: loss):", ", ".join(f"{int(r['step'])}: {r['loss']:.3f}" for r in result.log))
+    return ratio
+
+
+def bench_rl(work: Path, model_dir: Path, steps: int) -> None:
+    from trainer.config import load_config
+    from trainer.rl import train_rl
+
+    cfg = load_config(
+        "rl",
+        "tiny-cpu",
+        {
+            "model": str(model_dir),
+            "out": str(work / "rl"),
+            "max_steps": steps,
+            "logging_steps": 1,
+            "save_steps": steps,
+            "cases": 50,
+        },
+    )
+    result = train_rl(cfg, progress=False)
+    x = result.extra
+    rest = max(0.0, 1.0 - x["generation_share"] - x["update_share"])
+    print(
+        f"rl: {x['episodes']} episodes in {result.seconds:.1f} s -> {x['episodes_per_s']:.2f} episodes/s; "
+        f"time in generation {x['generation_share']:.0%}, in the GRPO update {x['update_share']:.0%}, "
+        f"rest of the rollout (runtime, simulator, scoring, variants) {rest:.0%}"
+    )
+    print(
+        "rl learning curve (step: reward):",
+        ", ".join(f"{int(r['step'])}: {r.get('reward', 0):.3f}" for r in result.log),
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="checkpoint to start from (default: a fresh tiny model)")
+    parser.add_argument("--rows", type=int, default=200)
+    parser.add_argument("--sft-steps", type=int, default=30)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--rl-steps", type=int, default=4)
+    a = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        model_dir, data = build_inputs(work, a.model, a.rows)
+        ratio = bench_sft(work, model_dir, data, a.sft_steps, a.batch)
+        bench_rl(work, model_dir, a.rl_steps)
+    return 0 if ratio >= GOAL else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
