@@ -132,9 +132,13 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
         wiring["hsa"] = arm.hsa
     overrides = {**plan.stage_overrides.get(arm.stage, {}), **wiring}
     try:
-        return load_config(arm.stage, plan.train_config, overrides)
+        cfg = load_config(arm.stage, plan.train_config, overrides)
     except ConfigError as e:
         raise StudyError(f"arm {arm.name} ({arm.stage}): {e}") from None
+    if "logging_steps" not in plan.stage_overrides.get(arm.stage, {}):
+        # a learning curve of about ten points or more, however short the stage
+        cfg.logging_steps = max(1, min(cfg.logging_steps, cfg.max_steps // 10))
+    return cfg
 
 
 def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:

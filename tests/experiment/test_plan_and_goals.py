@@ -118,3 +118,21 @@ def test_the_table_and_the_report_show_every_arm_beside_the_papers_numbers():
     html = render_report(results)
     assert html.count("<svg") >= 4  # scores, learning curve, families, latency (and compute)
     assert "fixed-SFT" in html and "94.8" in html and "http" not in html.split("<body>")[1]
+
+
+def test_each_arm_trains_from_its_parent_on_its_own_data_and_logs_a_curve(tmp_path):
+    from harnessctl.experiment.runner import stage_config
+
+    plan = quick_plan(ablations=True)
+    cfgs = {a.name: stage_config(plan, a, tmp_path) for a in plan.arms()}
+    model = lambda arm: str(tmp_path / "arms" / arm / "model")
+    assert cfgs["base"].model == "" and cfgs["base"].out == model("base")  # stage 0 from scratch
+    assert (cfgs["fixed-sft"].model, cfgs["fixed-sft"].data) == (model("base"), str(tmp_path / "data" / "fixed"))
+    assert (cfgs["hsa-sft"].model, cfgs["hsa-sft"].data) == (model("base"), str(tmp_path / "data" / "hsa"))
+    assert cfgs["fixed-sft"].max_steps == cfgs["hsa-sft"].max_steps == plan.stage_overrides["sft"]["max_steps"]
+    assert (cfgs["hsa-sft-opd"].model, cfgs["hsa-sft-opd"].teacher) == (model("hsa-sft"), model("base"))
+    assert (cfgs["hat"].model, cfgs["hat"].hsa) == (model("hsa-sft-opd"), True)
+    assert (cfgs["hsa-only-rl"].model, cfgs["hsa-only-rl"].hsa) == (model("fixed-sft"), True)
+    assert (cfgs["hsa-only-sft"].model, cfgs["hsa-only-sft"].hsa) == (model("hsa-sft"), False)
+    assert all(c.eval_suites == "" and c.seed == plan.seed for c in cfgs.values())  # the study evaluates, once
+    assert all(c.max_steps // c.logging_steps >= min(10, c.max_steps) for c in cfgs.values())
