@@ -43,6 +43,8 @@ class TrainResult:
     seconds: float
     tokens: int
     tokens_per_s: float
+    #: CPU time of this process during training (on a shared machine, steadier than wall time).
+    cpu_seconds: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
     resumed_from: str | None = None
@@ -362,9 +364,10 @@ def run_trainer(
     for cb in callbacks:
         trainer.add_callback(cb)
     interrupt, logger = callbacks[0], callbacks[1]
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu_started
     state = trainer.state
     out = Path(cfg.out)
     tokens = int(max([row.get("num_tokens", 0.0) for row in logger.logs] + [state.num_input_tokens_seen or 0]))
@@ -374,6 +377,7 @@ def run_trainer(
         out=str(out),
         steps=int(state.global_step),
         seconds=round(seconds, 3),
+        cpu_seconds=round(cpu_seconds, 3),
         tokens=tokens,
         tokens_per_s=0.0,
         metrics=_final_metrics(logger.logs),

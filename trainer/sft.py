@@ -56,7 +56,7 @@ def fit_rows(
     lengths = token_lengths(rows, tokenizer)
     positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
     plan = plan_lengths(lengths, requested=requested, max_positions=positions, max_share=max_share)
-    kept = [r for r, n in zip(rows, lengths) if n <= plan.max_length]
+    kept = [r for r, n in zip(rows, lengths, strict=True) if n <= plan.max_length]
     info = {
         "rows": plan.rows,
         "rows_dropped": plan.over,

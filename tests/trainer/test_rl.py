@@ -50,14 +50,14 @@ def test_trained_tokens_are_the_sampled_ones_and_the_environment_is_masked(rl_pa
     record, policy = run_rollout_episode(policy, rollout.source, case, World(case=case, fault_rates=0.0))
     assert len(policy.turns) >= 3 and record.termination.value == "reply"  # skill, tool, reply
     seq = policy.prompt_ids + policy.completion_ids
-    sampled = [t for t, m in zip(policy.completion_ids, policy.env_mask) if m == 1]
+    sampled = [t for t, m in zip(policy.completion_ids, policy.env_mask, strict=True) if m == 1]
     assert sampled == [t for turn in policy.turns for t in turn["sampled_ids"]]
     for turn in policy.turns:  # token in: each turn saw exactly the sequence so far, never a re-rendering
         assert seq[: len(turn["input_ids"])] == turn["input_ids"]
         start = len(turn["input_ids"])
         assert seq[start : start + len(turn["sampled_ids"])] == turn["sampled_ids"]
     # The masked tokens are the environment's turns: tool results and skill text, as the template renders them.
-    env_text = tokenizer.decode([t for t, m in zip(policy.completion_ids, policy.env_mask) if m == 0])
+    env_text = tokenizer.decode([t for t, m in zip(policy.completion_ids, policy.env_mask, strict=True) if m == 0])
     for message in record.messages[3:]:
         if message["role"] == "tool":
             assert message["content"] in env_text

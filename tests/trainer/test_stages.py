@@ -17,7 +17,9 @@ def loads_and_answers(folder: Path) -> None:
     from harnessctl.models.base import GenerationSettings
     from harnessctl.models.local import LocalModel
 
-    reply = LocalModel(f"local:{folder}").generate([{"role": "user", "content": "hi"}], [], GenerationSettings(max_tokens=4))
+    reply = LocalModel(f"local:{folder}").generate(
+        [{"role": "user", "content": "hi"}], [], GenerationSettings(max_tokens=4)
+    )
     assert 1 <= len(reply.completion_token_ids) <= 4
 
 
@@ -166,14 +168,27 @@ def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_anot
         train_distill(load_config("distill", "tiny-cpu", {**base, "teacher": str(other), "out": str(tmp_path / "e")}))
 
 
-def test_lora_trains_adapters_and_saves_them_merged_into_a_plain_checkpoint(tiny_model_path, trajectories_dir, tmp_path):
+def test_lora_trains_adapters_and_saves_them_merged_into_a_plain_checkpoint(
+    tiny_model_path, trajectories_dir, tmp_path
+):
     from trainer.config import load_config
     from trainer.sft import train_sft
 
-    cfg = load_config("sft", "tiny-cpu", {
-        "model": str(tiny_model_path), "data": str(trajectories_dir), "out": str(tmp_path / "lora"), "max_steps": 2,
-        "per_device_batch_size": 2, "save_steps": 100, "lora_r": 4, "lora_alpha": 8, "learning_rate": 1e-2,
-    })
+    cfg = load_config(
+        "sft",
+        "tiny-cpu",
+        {
+            "model": str(tiny_model_path),
+            "data": str(trajectories_dir),
+            "out": str(tmp_path / "lora"),
+            "max_steps": 2,
+            "per_device_batch_size": 2,
+            "save_steps": 100,
+            "lora_r": 4,
+            "lora_alpha": 8,
+            "learning_rate": 1e-2,
+        },
+    )
     result = train_sft(cfg, progress=False)
     out = Path(result.out)
     assert not (out / "adapter_config.json").exists() and (out / "model.safetensors").is_file()
