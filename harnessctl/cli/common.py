@@ -29,7 +29,7 @@ ModelOpt = Annotated[
     typer.Option(
         "--model", "-m",
         help="oracle, local:<path> or a litellm string such as openai/<name> or anthropic/<model>. "
-        "Default: $HARNESSCTL_MODEL, else the trained default, else the oracle (the reference policy, which reads the answer key).",
+        "Default: $HARNESSCTL_MODEL, else the trained default, else the shipped HAT model, else the oracle (the reference policy, which reads the answer key).",
     ),
 ]
 ApiBaseOpt = Annotated[
@@ -56,27 +56,25 @@ def choose_model(model: str | None, *, quiet: bool = False) -> str:
     """
     if model:
         return model
-    from harnessctl.models.registry import MODEL_ENV, ORACLE, default_model_spec
+    from harnessctl.models.registry import MODEL_ENV, ORACLE, default_model_source
 
     from .output import err
 
-    spec = default_model_spec()
+    spec, source = default_model_source()
     if not quiet:
-        import os
-
-        if os.environ.get(MODEL_ENV, "").strip():
-            source = f"from ${MODEL_ENV}"
-        elif spec == ORACLE:
-            source = f"no --model, no ${MODEL_ENV} and no trained default"
-        else:
-            source = "the trained default"
+        where = {
+            "env": f"from ${MODEL_ENV}",
+            "trained": "the trained default",
+            "shipped": "the shipped HAT model",
+            "oracle": f"no --model, no ${MODEL_ENV}, no trained default and no shipped model",
+        }[source]
         if spec == ORACLE:
             err.print(
-                f"[yellow]model: oracle[/] ({source}) — the reference policy, which reads the answer key; "
+                f"[yellow]model: oracle[/] ({where}) — the reference policy, which reads the answer key; "
                 "not a model. Pass --model to evaluate a model."
             )
         else:
-            err.print(f"[dim]model: {spec} ({source}; pass --model to choose another)[/]")
+            err.print(f"[dim]model: {spec} ({where}; pass --model to choose another)[/]")
     return spec
 
 

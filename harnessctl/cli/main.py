@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "harnessctl.cli.augment_cmds",  # augment
     "harnessctl.cli.eval_cmds",  # eval, compare, report, judge
     "harnessctl.cli.train_cmds",  # train base|sft|distill|rl
+    "harnessctl.cli.experiment_cmds",  # experiment hat
     "harnessctl.cli.loop_cmds",  # diagnose, edit, loop, release, rollback, bench latency
 )
 

@@ -201,7 +201,10 @@ def _log_to_stderr() -> None:
 
 
 def serve(
-    model: Annotated[str, typer.Argument(help="local:<path>, a model folder, or (with vLLM) a model id.")],
+    model: Annotated[
+        str | None,
+        typer.Argument(help="local:<path>, a model folder, or (with vLLM) a model id. Default: as for `eval` (the oracle cannot be served)."),
+    ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on. Loopback by default; anything else exposes the model to the network.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free port).")] = 8000,
     name: Annotated[Optional[str], typer.Option("--name", help="Model name clients ask for (default: the folder name).")] = None,
@@ -213,9 +216,10 @@ def serve(
 
     with cli_errors():
         api_key = _api_key(api_key_env)
-        spec = _serve_spec(model)
+        spec = _serve_spec(model) if model else choose_model(None)
         if spec == "oracle":
-            raise CLIError("the oracle answers known cases only (it reads the case, not the request), so it cannot be served; serve a model folder")
+            raise CLIError("the oracle answers known cases only (it reads the case, not the request), so it cannot be served; serve a model folder"
+                           + ("" if model else " (no MODEL given and no trained or shipped model found)"))
         if not _is_loopback(host):
             err.print(f"[yellow]warning:[/] listening on {host}: the model is reachable from the network" + ("" if api_key else "; consider --api-key-env"))
         if not embedded and srv.vllm_available():

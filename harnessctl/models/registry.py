@@ -9,14 +9,15 @@
   e.g. ``openai/tiny`` with ``api_base="http://127.0.0.1:8000/v1"``.
 
 The default model (:func:`default_model_spec`): ``$HARNESSCTL_MODEL`` when set, else the trained
-embedded default at ``.harnessctl/models/default`` when that folder holds a checkpoint, else
-``oracle``. ``harnessctl model init`` builds an *untrained* tiny model (under
+embedded default at ``.harnessctl/models/default`` when that folder holds a checkpoint, else the
+HAT model shipped in the package (``harnessctl/models/data/hat``, written by ``harnessctl experiment
+hat``) when the package holds one, else ``oracle``. ``harnessctl model init`` builds an *untrained* tiny model (under
 ``.harnessctl/models/tiny`` by default); it becomes the default only once trained into
 ``.harnessctl/models/default`` or named in ``$HARNESSCTL_MODEL``.
 
 >>> resolve_model("oracle").name          # doctest: +SKIP
 'oracle'
->>> default_model_spec(environ={}, root=Path("/nonexistent"))
+>>> default_model_spec(environ={}, root=Path("/nonexistent"), shipped=Path("/nonexistent"))
 'oracle'
 """
 
@@ -36,6 +37,8 @@ BLIND_REFERENCE = Path("harnesses") / "livecommerce"
 MODEL_ENV = "HARNESSCTL_MODEL"
 #: Where the trained embedded default lives, relative to the project folder.
 DEFAULT_MODEL_DIR = Path(".harnessctl") / "models" / "default"
+#: The trained model shipped inside the package (absent until a study's checkpoint is shipped).
+SHIPPED_MODEL_DIR = Path(__file__).resolve().parent / "data" / "hat"
 #: Where ``harnessctl model init`` writes the untrained tiny model unless told otherwise.
 TINY_MODEL_DIR = Path(".harnessctl") / "models" / "tiny"
 
@@ -91,13 +94,30 @@ def _oracle_blind(path: str) -> ModelBackend:
         raise ModelError(f"oracle-blind: {e}") from None
 
 
-def default_model_spec(*, environ: Mapping[str, str] | None = None, root: Path | None = None) -> str:
+def default_model_spec(
+    *, environ: Mapping[str, str] | None = None, root: Path | None = None, shipped: Path | None = None
+) -> str:
     """The model used when none is given (see the module docstring for the order)."""
+    return default_model_source(environ=environ, root=root, shipped=shipped)[0]
+
+
+def default_model_source(
+    *, environ: Mapping[str, str] | None = None, root: Path | None = None, shipped: Path | None = None
+) -> tuple[str, str]:
+    """The default model and where it came from: ``env``, ``trained`` (``.harnessctl/models/default``),
+    ``shipped`` (the package's HAT model) or ``oracle``.
+
+    >>> default_model_source(environ={}, root=Path("/nonexistent"), shipped=Path("/nonexistent"))
+    ('oracle', 'oracle')
+    """
     environ = os.environ if environ is None else environ
     configured = environ.get(MODEL_ENV, "").strip()
     if configured:
-        return configured
+        return configured, "env"
     folder = (root or Path.cwd()) / DEFAULT_MODEL_DIR
     if (folder / "config.json").is_file():
-        return f"local:{folder}"
-    return ORACLE
+        return f"local:{folder}", "trained"
+    shipped = SHIPPED_MODEL_DIR if shipped is None else shipped
+    if (shipped / "config.json").is_file():
+        return f"local:{shipped}", "shipped"
+    return ORACLE, "oracle"

@@ -1,0 +1,188 @@
+"""What the HAT study runs: its arms (a chain of trainer stages, each from a parent arm) and the
+sizes of everything (data, steps per stage, evaluation), as one plain, recorded plan.
+
+Arms, in the order they run (a parent always runs first):
+
+- ``base`` — stage 0 from scratch (or ``base_model`` continued) on the general corpus;
+- ``fixed-sft`` — base → SFT on trajectories under the shipped harness only;
+- ``hsa-sft`` — base → SFT on trajectories under augmented harnesses (same cases, same steps);
+- ``hsa-sft-opd`` — hsa-sft → general on-policy distillation to the base;
+- ``hat`` — hsa-sft-opd → GRPO in the simulator with a fresh variant per prompt group;
+- with ``ablations``: ``hsa-only-rl`` (fixed-sft → HSA-RL) and ``hsa-only-sft`` (hsa-sft → RL without
+  HSA) — both skip OPD, so they compare with each other: where HSA matters more.
+
+>>> plan = quick_plan()
+>>> [a.name for a in plan.arms()]
+['base', 'fixed-sft', 'hsa-sft', 'hsa-sft-opd', 'hat']
+>>> apply_overrides(plan, ["eval_limit=2", "sft.max_steps=3"]).stage_overrides["sft"]["max_steps"]
+'3'
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class PlanError(ValueError):
+    """A plan value is wrong (an unknown field, a bad number): the message names it and what to do."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of the study: a trainer ``stage`` run from the ``parent`` arm's model."""
+
+    name: str
+    label: str
+    stage: str  # base | sft | distill | rl
+    parent: str | None = None
+    data: str | None = None  # sft: "fixed" or "hsa"
+    hsa: bool = True  # rl: a fresh variant per prompt group
+    ablation: bool = False
+
+
+MAIN_ARMS = (
+    Arm("base", "base (stage 0)", "base"),
+    Arm("fixed-sft", "fixed-SFT", "sft", parent="base", data="fixed"),
+    Arm("hsa-sft", "HSA-SFT", "sft", parent="base", data="hsa"),
+    Arm("hsa-sft-opd", "HSA-SFT + OPD", "distill", parent="hsa-sft"),
+    Arm("hat", "HAT (+ HSA-RL)", "rl", parent="hsa-sft-opd", hsa=True),
+)
+ABLATION_ARMS = (
+    Arm("hsa-only-rl", "HSA only at RL", "rl", parent="fixed-sft", hsa=True, ablation=True),
+    Arm("hsa-only-sft", "HSA only at SFT", "rl", parent="hsa-sft", hsa=False, ablation=True),
+)
+ARMS = {a.name: a for a in MAIN_ARMS + ABLATION_ARMS}
+SUITES = ("livestream", "variant", "robustness", "ifeval")
+
+
+@dataclass
+class StudyPlan:
+    """Everything that decides what a study does; written to ``plan.json`` and checked on resume."""
+
+    preset: str = "full"
+    seed: int = 0
+    ablations: bool = False
+    harness: str = "harnesses/livecommerce"
+    #: Trainer config file (or a shipped name) every stage starts from.
+    train_config: str = "tiny-cpu"
+    #: Empty: stage 0 builds the tiny model from scratch; else stage 0 continues this checkpoint.
+    base_model: str = ""
+    #: Trajectory cases of both SFT datasets (the same cases, fixed harness vs augmented).
+    data_n: int = 1200
+    data_variants: int = 50
+    #: Cases per suite in every arm's evaluation (an even spread of the suite); 0: whole suites.
+    eval_limit: int = 100
+    #: Cases of the real-history slice (the variant suite's cases under v1 and v2) per arm; 0: all of them.
+    history_limit: int = 0
+    eval_max_tokens: int = 128
+    eval_jobs: int = 1
+    evals_dir: str = "evals"
+    #: Config fields per stage, over the trainer config (``max_steps`` and the like).
+    stage_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("data_n", "data_variants", "eval_max_tokens", "eval_jobs"):
+            if int(getattr(self, name)) < 1:
+                raise PlanError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("eval_limit", "history_limit"):
+            if int(getattr(self, name)) < 0:
+                raise PlanError(f"{name} must be 0 (every case) or positive, got {getattr(self, name)}")
+        unknown = sorted(set(self.stage_overrides) - {"base", "sft", "distill", "rl"})
+        if unknown:
+            raise PlanError(f"stage_overrides: unknown stage {unknown[0]!r}; stages are base, sft, distill, rl")
+
+    def arms(self) -> list[Arm]:
+        """The arms this plan runs, parents first."""
+        return list(MAIN_ARMS) + (list(ABLATION_ARMS) if self.ablations else [])
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StudyPlan:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: copy.deepcopy(v) for k, v in d.items() if k in known})
+
+
+def full_plan(**kw: Any) -> StudyPlan:
+    """The full study (sized for about 90 minutes on 2 CPU cores with the tiny model)."""
+    return StudyPlan(
+        preset="full", data_n=1200, data_variants=50, eval_limit=100,
+        stage_overrides={
+            "base": {"max_steps": 600, "rows": 6000},
+            "sft": {"max_steps": 400},
+            "distill": {"max_steps": 100, "n_prompts": 400},
+            "rl": {"max_steps": 30, "cases": 200},
+        },
+        **kw,
+    )
+
+
+def quick_plan(**kw: Any) -> StudyPlan:
+    """The same arms, smaller everything (measured: 34 minutes on 2 CPU cores shared with other jobs)."""
+    return StudyPlan(
+        preset="quick", data_n=200, data_variants=20, eval_limit=10, history_limit=10,
+        stage_overrides={
+            "base": {"max_steps": 100, "rows": 1600},
+            "sft": {"max_steps": 40},
+            "distill": {"max_steps": 10, "n_prompts": 80},
+            "rl": {"max_steps": 3, "cases": 24},
+        },
+        **kw,
+    )
+
+
+def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
+    """``plan`` with ``FIELD=VALUE`` (a plan field) and ``STAGE.FIELD=VALUE`` (a trainer config
+    field of one stage, checked when the stage's config is built) applied, in order."""
+    values = plan.to_dict()
+    hints = {f.name: f.type for f in dataclasses.fields(StudyPlan)}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise PlanError(f"--set {item!r}: write FIELD=VALUE or STAGE.FIELD=VALUE, e.g. --set sft.max_steps=20")
+        if "." in key:
+            stage, _, name = key.partition(".")
+            if stage not in ("base", "sft", "distill", "rl") or not name:
+                raise PlanError(f"--set {item!r}: {stage!r} is not a stage; use base, sft, distill or rl")
+            values["stage_overrides"].setdefault(stage, {})[name] = value
+            continue
+        if key not in hints or key in ("stage_overrides", "preset"):
+            fields = sorted(k for k in hints if k not in ("stage_overrides", "preset"))
+            raise PlanError(f"--set {key}: unknown plan field (fields: {', '.join(fields)}; or STAGE.FIELD)")
+        values[key] = _coerce(key, value, hints[key])
+    try:
+        return StudyPlan.from_dict(values)
+    except PlanError as e:
+        raise PlanError(f"--set: {e}") from None
+
+
+def _coerce(name: str, value: str, hint: Any) -> Any:
+    hint = str(hint)
+    if hint == "bool":
+        text = value.strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise PlanError(f"--set {name}: expected true or false, got {value!r}")
+    if hint == "int":
+        try:
+            return int(value)
+        except ValueError:
+            raise PlanError(f"--set {name}: expected a whole number, got {value!r}") from None
+    return value
+
+
+def plan_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two plans' dicts (``field: old -> new``), for a refused resume.
+
+    >>> plan_differences({"seed": 0, "eval_limit": 2}, {"seed": 1, "eval_limit": 2})
+    ['seed: 0 -> 1']
+    """
+    keys = sorted(set(old) | set(new))
+    return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]

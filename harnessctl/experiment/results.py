@@ -1,0 +1,168 @@
+"""The study's numbers: each arm's scores read from its evaluation run, the issue's goals judged
+on them (met / missed / n/a, with the numbers), and the markdown table beside the paper's.
+
+>>> scores = {"fixed-sft": {"livestream": 70.0, "variant": 40.0}}
+>>> g = judge_goals(scores)[0]
+>>> g["goal"], g["status"]
+('fixed-SFT collapses on edits', 'met')
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+#: The paper's table (HAT, and fixed-harness SFT where it reports one), suites version 2 in miniature.
+PAPER = {
+    "hat": {"livestream": 94.8, "variant": 94.6, "ifeval": 83.5},
+    "fixed-sft": {"ifeval": 73.8},
+}
+#: Points a later stage may lose on a suite and still count as "not losing it" (eval noise).
+HOLD_TOLERANCE = 2.0
+
+
+def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
+    """An arm's numbers from its evaluation run folder: the four suite scores, the slices (held-out
+    edits, the real history v1/v2, tool faults, prompt perturbations), the per-family scores of the
+    variant suite, and latency percentiles over every live agent episode.
+
+    >>> arm_metrics("experiments/quick/arms/hat/eval/suites")["scores"]["livestream"]   # doctest: +SKIP
+    41.7
+    """
+    from harnessctl.eval.stats import latency_stats
+    from harnessctl.eval.store import RunStore
+
+    store = RunStore.open(run_dir)
+    results = store.results()
+    by_suite: dict[str, list[Any]] = defaultdict(list)
+    for r in results:
+        by_suite[r.suite].append(r)
+
+    def mean(rs: list[Any]) -> float | None:
+        return round(100.0 * sum(r.score for r in rs) / len(rs), 2) if rs else None
+
+    scores = {s: mean(rs) for s, rs in by_suite.items()}
+    variant, robust = by_suite.get("variant", []), by_suite.get("robustness", [])
+    slices = {
+        "heldout_edits": mean([r for r in variant if any(f.startswith("op:") for f in r.families)]),
+        "history_v1": mean([r for r in variant if "history:v1" in r.families]),
+        "history_v2": mean([r for r in variant if "history:v2" in r.families]),
+        "tool_faults": mean([r for r in robust if any(f.startswith("fault:") for f in r.families)]),
+        "perturbations": mean([r for r in robust if any(f.startswith("perturb:") for f in r.families)]),
+    }
+    families: dict[str, list[Any]] = defaultdict(list)
+    for r in variant:
+        for f in r.families:
+            families[f].append(r)
+    live = [r.latency_s for r in results if r.suite != "ifeval" and not r.cached and r.error is None]
+    lat = latency_stats(live).to_dict()
+    return {
+        "scores": scores,
+        "slices": slices,
+        "families": {f: {"score": mean(rs), "n": len(rs)} for f, rs in sorted(families.items())},
+        "n": {s: len(rs) for s, rs in by_suite.items()},
+        "errors": sum(r.error is not None for r in results),
+        "latency": {"p50_s": lat.get("p50"), "p95_s": lat.get("p95"), "n": len(live)},
+    }
+
+
+def _get(scores: dict[str, dict[str, Any]], arm: str, key: str) -> float | None:
+    v = (scores.get(arm) or {}).get(key)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def _goal(goal: str, rule: str, ok: bool | None, numbers: str) -> dict[str, Any]:
+    return {"goal": goal, "rule": rule, "status": "n/a" if ok is None else ("met" if ok else "missed"), "numbers": numbers}
+
+
+def judge_goals(scores: dict[str, dict[str, Any]], latency: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The issue's goals on the arms' numbers. ``scores[arm]`` maps ``livestream``, ``variant``,
+    ``robustness``, ``ifeval`` and ``tool_faults`` to 0-100; ``latency`` is the final model's
+    ``{"p50_s", "p95_s"}``. A goal whose arms were not run is ``n/a``; the rules never change
+    with the model."""
+    g = []
+    ls, var = _get(scores, "fixed-sft", "livestream"), _get(scores, "fixed-sft", "variant")
+    ok = None if ls is None or var is None else var <= ls - 15
+    g.append(_goal("fixed-SFT collapses on edits", "variant <= livestream - 15", ok, f"variant {var} vs livestream {ls}"))
+
+    ls, var = _get(scores, "hsa-sft", "livestream"), _get(scores, "hsa-sft", "variant")
+    ok = None if ls is None or var is None else (var >= 0.95 * ls and ls >= 60)
+    g.append(_goal("HSA-SFT follows edits", "variant >= 0.95 x livestream, livestream >= 60", ok,
+                   f"variant {var} vs livestream {ls}"))
+
+    base_if, sft_if, opd_if = (_get(scores, a, "ifeval") for a in ("base", "hsa-sft", "hsa-sft-opd"))
+    sft_ls, opd_ls = _get(scores, "hsa-sft", "livestream"), _get(scores, "hsa-sft-opd", "livestream")
+    if None in (base_if, sft_if, opd_if, sft_ls, opd_ls):
+        ok, numbers = None, "no numbers (an arm not run, or no such cases in the sample)"
+    else:
+        lost = base_if - sft_if
+        recovered = opd_if - sft_if
+        numbers = (f"ifeval base {base_if}, HSA-SFT {sft_if}, +OPD {opd_if} (lost {lost:.1f}, recovered {recovered:.1f}); "
+                   f"livestream {sft_ls} -> {opd_ls}")
+        ok = None if lost <= 0 else (recovered >= 0.9 * lost and abs(opd_ls - sft_ls) <= 2.0)
+        if lost <= 0:
+            numbers += " — SFT lost no ifeval points, nothing to restore"
+    g.append(_goal("OPD restores general ability", ">= 90 % of the ifeval points SFT lost, livestream within 2", ok, numbers))
+
+    tf_rl, tf_sft = _get(scores, "hat", "tool_faults"), _get(scores, "hsa-sft-opd", "tool_faults")
+    keep = [(_get(scores, "hat", k), _get(scores, "hsa-sft-opd", k)) for k in ("livestream", "variant")]
+    if tf_rl is None or tf_sft is None or any(a is None or b is None for a, b in keep):
+        ok, numbers = None, "no numbers (an arm not run, or no such cases in the sample)"
+    else:
+        ok = tf_rl >= tf_sft + 5 and all(a >= b - HOLD_TOLERANCE for a, b in keep)  # type: ignore[operator]
+        numbers = (f"tool faults {tf_sft} -> {tf_rl}; livestream {keep[0][1]} -> {keep[0][0]}; "
+                   f"variant {keep[1][1]} -> {keep[1][0]}")
+    g.append(_goal("HSA-RL raises robustness", f"tool faults +5 over its parent, livestream and variant within {HOLD_TOLERANCE:g}",
+                   ok, numbers))
+
+    p50, p95 = (latency or {}).get("p50_s"), (latency or {}).get("p95_s")
+    where = (latency or {}).get("where", "in process")
+    ok = None if p95 is None else p95 < 15.0
+    g.append(_goal("final model within the latency budget", "P95 < 15 s per reply", ok,
+                   f"P50 {_s(p50)}, P95 {_s(p95)} ({where})"))
+    return g
+
+
+def _s(x: Any) -> str:
+    return "—" if x is None else f"{x:.2f} s"
+
+
+def _n(x: Any) -> str:
+    return "—" if x is None else f"{x:.1f}"
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    """The study's table (arms × suites and slices, compute), the paper's numbers beside, and the goals."""
+    lines = [
+        f"# HAT in miniature — study `{results['id']}` ({results['plan']['preset']})",
+        "",
+        (f"Produced by `{results['command']}`. Scores 0-100 on suites v2, {results['eval_cases']} per suite per arm "
+        "(an even spread of each suite)."),
+        "",
+        "| arm | livestream | variant | history v1 | history v2 | robustness | tool faults | ifeval | P50 | P95 | steps | train s | eval s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for arm in results["arms"]:
+        if arm.get("status") != "done":
+            lines.append(f"| {arm['label']} | {arm.get('status', 'not run')} |" + " |" * 12)
+            continue
+        m, c = arm["metrics"], arm["compute"]
+        s, sl, lat = m["scores"], m["slices"], m["latency"]
+        lines.append(
+            f"| {arm['label']} | {_n(s.get('livestream'))} | {_n(s.get('variant'))} | {_n(sl.get('history_v1'))} | "
+            f"{_n(sl.get('history_v2'))} | {_n(s.get('robustness'))} | {_n(sl.get('tool_faults'))} | {_n(s.get('ifeval'))} | "
+            f"{_s(lat.get('p50_s'))} | {_s(lat.get('p95_s'))} | {c.get('train_steps', 0)} | {c.get('train_s', 0):.0f} | "
+            f"{c.get('eval_s', 0):.0f} |"
+        )
+    for arm, label in (("hat", "paper: HAT"), ("fixed-sft", "paper: fixed-harness SFT")):
+        p = PAPER[arm]
+        lines.append(f"| *{label}* | {_n(p.get('livestream'))} | {_n(p.get('variant'))} | — | — | — | — | {_n(p.get('ifeval'))} |"
+                     + " — |" * 5)
+    lines += ["", "The paper's LS-QA is our livestream suite, its Harness-Variant our variant suite.", "", "## Goals", ""]
+    for goal in results["goals"]:
+        lines.append(f"- **{goal['status']}** — {goal['goal']} ({goal['rule']}): {goal['numbers']}")
+    total = results.get("compute", {})
+    lines += ["", (f"Compute: data {total.get('data_s', 0):.0f} s, training {total.get('train_s', 0):.0f} s, "
+              f"evaluation {total.get('eval_s', 0):.0f} s; wall time of the last invocation {total.get('wall_s', 0):.0f} s."), ""]
+    return "\n".join(lines)

@@ -1,0 +1,446 @@
+"""Run the HAT study arm by arm under ``experiments/<id>/``, resumable at every level.
+
+Layout of a study folder::
+
+    plan.json                  the plan (a rerun with the same id must ask for the same plan)
+    data/fixed, data/hsa       the two SFT datasets (same cases; shipped harness vs augmented)
+    arms/<arm>/model/          the arm's checkpoint (a trainer output folder, with train.json)
+    arms/<arm>/train.json      what its training did (steps, seconds, tokens, the log: learning curves)
+    arms/<arm>/eval/suites/    its evaluation run on the four suites (records.jsonl, summary.json)
+    arms/<arm>/eval/served/    the final arm only: livestream through the embedded server (latency)
+    arms/<arm>/arm.json        written last: the arm is finished, never redone
+    results.json, results.md, report.html
+
+An arm whose ``arm.json`` exists is read back, not rerun. An arm stopped mid-way continues: its
+training from the last checkpoint (``--resume`` of the stage), its evaluation from the cases on
+disk (:func:`harnessctl.eval.runner.resume_eval`), its datasets from the pairs already logged.
+
+>>> result = run_study(quick_plan(), "experiments/quick", command="harnessctl experiment hat --quick")  # doctest: +SKIP
+>>> [g["status"] for g in result["goals"]]                                                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .plan import SUITES, Arm, PlanError, StudyPlan, plan_differences
+from .results import arm_metrics, judge_goals, markdown_table
+
+PLAN_FILE, ARM_FILE, TRAIN_FILE = "plan.json", "arm.json", "train.json"
+RESULTS_JSON, RESULTS_MD, REPORT_HTML = "results.json", "results.md", "report.html"
+RESULTS_VERSION = 1
+#: The arm whose model the latency goal is measured on (the final model).
+FINAL_ARM = "hat"
+
+Say = Callable[[str], None]
+
+
+class StudyError(ValueError):
+    """Bad input to a study (a plan, a folder, a trainer config): the message says what to do."""
+
+
+class StudyInterrupted(Exception):
+    """Ctrl-C during an arm's training: its checkpoint is saved; rerun the same command to continue."""
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except json.JSONDecodeError:
+        return None
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    from harnessctl.eval.store import atomic_write
+
+    atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def open_study(plan: StudyPlan, root: str | Path) -> Path:
+    """Create the study folder with its plan, or check that an existing one was started with the
+    same plan (adding ``ablations`` to a finished study is allowed: it only adds arms)."""
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise StudyError(f"{root}: is a file; pass --out with a folder and --id with a new name")
+    old = _read_json(root / PLAN_FILE)
+    new = plan.to_dict()
+    if old is not None:
+        old = {**new, **old}  # a field added since the study started could not have been chosen otherwise
+        diffs = plan_differences({k: v for k, v in old.items() if k != "ablations"},
+                                 {k: v for k, v in new.items() if k != "ablations"})
+        if diffs:
+            raise StudyError(
+                f"{root / PLAN_FILE}: this study was started with another plan ({'; '.join(diffs[:3])}); "
+                "rerun it with the options it was started with, or choose another --id"
+            )
+    elif root.is_dir() and any(root.iterdir()):
+        raise StudyError(f"{root}: not empty and holds no {PLAN_FILE}; choose another --id or --out")
+    root.mkdir(parents=True, exist_ok=True)
+    _write_json(root / PLAN_FILE, new)
+    return root
+
+
+# -- data ------------------------------------------------------------------------------------------
+
+
+def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
+    """The two SFT datasets, on the same cases: the shipped harness only (``fixed``) and HSA
+    variants (``hsa``). Resumable (pairs already logged are skipped)."""
+    from harnessctl.augment.trajectories import TrajectorySpec, build_trajectories
+    from harnessctl.harness import load_harness
+
+    harness = load_harness(plan.harness)
+    out: dict[str, Any] = {}
+    for name, fixed in (("fixed", True), ("hsa", False)):
+        folder = root / "data" / name
+        done = _read_json(folder / "summary.json")
+        if done and done.get("kept"):
+            out[name] = done
+            continue
+        say(f"data {name}: {plan.data_n} oracle trajectories {'under the shipped harness' if fixed else 'under HSA variants'}")
+        started = time.perf_counter()
+        spec = TrajectorySpec(n=plan.data_n, seed=plan.seed, variants=plan.data_variants, fixed_harness=fixed)
+        summary = build_trajectories(harness, folder, spec)
+        out[name] = {**summary.to_dict(), "seconds": round(time.perf_counter() - started, 2)}
+    return out
+
+
+# -- one arm ---------------------------------------------------------------------------------------
+
+
+def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
+    """The trainer config of ``arm``'s stage: the plan's trainer config, its per-stage overrides,
+    then the arm's own wiring (output, parent model, data, teacher, HSA), which always wins."""
+    from trainer.config import ConfigError, load_config
+
+    arm_dir = root / "arms" / arm.name
+    wiring: dict[str, Any] = {"out": str(arm_dir / "model"), "seed": plan.seed, "harness": plan.harness, "eval_suites": ""}
+    if arm.parent:
+        wiring["model"] = str(root / "arms" / arm.parent / "model")
+    elif plan.base_model:
+        wiring["model"] = plan.base_model.removeprefix("local:")
+    if arm.stage == "sft":
+        wiring["data"] = str(root / "data" / str(arm.data))
+    if arm.stage == "distill":
+        wiring["teacher"] = str(root / "arms" / "base" / "model")
+    if arm.stage == "rl":
+        wiring["hsa"] = arm.hsa
+    overrides = {**plan.stage_overrides.get(arm.stage, {}), **wiring}
+    try:
+        cfg = load_config(arm.stage, plan.train_config, overrides)
+    except ConfigError as e:
+        raise StudyError(f"arm {arm.name} ({arm.stage}): {e}") from None
+    if "logging_steps" not in plan.stage_overrides.get(arm.stage, {}):
+        # a learning curve of about ten points or more, however short the stage
+        cfg.logging_steps = max(1, min(cfg.logging_steps, cfg.max_steps // 10))
+    return cfg
+
+
+def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
+    """Train ``arm`` (or continue it from its last checkpoint); returns ``train.json``'s content."""
+    from trainer.common import MANIFEST, TrainError, last_checkpoint
+    from trainer.stages import run_stage
+
+    arm_dir = root / "arms" / arm.name
+    record = _read_json(arm_dir / TRAIN_FILE)
+    model_dir = arm_dir / "model"
+    if record and (model_dir / MANIFEST).is_file():
+        return record
+    cfg = stage_config(plan, arm, root)
+    resume = last_checkpoint(model_dir) is not None
+    if model_dir.exists() and not resume:
+        shutil.rmtree(model_dir)  # stopped before its first checkpoint: start the stage again
+    say(f"arm {arm.name}: train {arm.stage} from {arm.parent or plan.base_model or 'scratch'}, {cfg.max_steps} steps"
+        + (" (resuming)" if resume else ""))
+    try:
+        result = run_stage(arm.stage, cfg, resume=resume, progress=progress)
+    except TrainError as e:
+        raise StudyError(f"arm {arm.name} ({arm.stage}): {e}") from None
+    if result.interrupted:
+        raise StudyInterrupted(f"arm {arm.name}: training interrupted at step {result.steps}; checkpoint {result.checkpoint}")
+    record = {k: v for k, v in result.to_dict().items() if k != "eval"}
+    _write_json(arm_dir / TRAIN_FILE, record)
+    return record
+
+
+def _eval_progress(enabled: bool, label: str) -> Any:
+    from contextlib import contextmanager
+
+    @contextmanager
+    def bar():
+        if not enabled:
+            yield None
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        tasks: dict[str, Any] = {}
+        with Progress(TextColumn(f"[bold]{label}[/] {{task.description}}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=Console(stderr=True)) as p:
+            def update(suite: str, done: int, total: int) -> None:
+                if suite not in tasks:
+                    tasks[suite] = p.add_task(suite, total=total)
+                p.update(tasks[suite], completed=done, total=total)
+
+            yield update
+
+    return bar()
+
+
+HISTORY_DIR = "evals-history"
+
+
+def history_evals(plan: StudyPlan, root: Path) -> Path:
+    """A suites folder holding only the real-history slice of the variant suite (its cases under
+    the shipped versions v1 and v2, lines copied unchanged), so every arm is scored on it with a
+    sample of its own rather than the few history cases an even spread of the whole suite holds."""
+    from harnessctl.eval.suites import suite_path
+
+    folder = root / HISTORY_DIR
+    target = suite_path("variant", folder)
+    if not target.is_file():
+        source = suite_path("variant", plan.evals_dir)
+        if not source.is_file():
+            raise StudyError(f"{source}: suite file missing; rebuild the suites with `harnessctl eval build-suites`")
+        lines = [line for line in source.read_text(encoding="utf-8").splitlines(keepends=True)
+                 if '"history:v' in line and json.loads(line).get("harness", {}).get("kind") == "rev"]
+        if not lines:
+            raise StudyError(f"{source}: no case under the real history (history:v1/v2); rebuild the suites")
+        folder.mkdir(parents=True, exist_ok=True)
+        from harnessctl.eval.store import atomic_write
+
+        atomic_write(target, "".join(lines))
+    return folder
+
+
+def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool, *, kind: str = "suites") -> tuple[Path, float]:
+    """Evaluate the arm's model: ``suites`` (the four), ``history`` (the real-history slice) or
+    ``served`` (livestream through the embedded OpenAI-compatible server); resumes a run stopped
+    mid-way, skips a finished one. Returns the run folder and the seconds spent now."""
+    from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
+    from harnessctl.eval.store import RunStore
+
+    served = kind == "served"
+    arm_dir = root / "arms" / arm.name
+    runs_dir, run_id = arm_dir / "eval", kind
+    run_dir = runs_dir / run_id
+    model_dir = (arm_dir / "model").resolve()
+    summary = _read_json(run_dir / "summary.json")
+    if summary and summary.get("complete"):
+        return run_dir, 0.0
+    started = time.perf_counter()
+    server = None
+    try:
+        if served:
+            from harnessctl.models.registry import resolve_model
+            from harnessctl.models.server import EmbeddedServer
+
+            server = EmbeddedServer(resolve_model(f"local:{model_dir}"), model_name=arm.name, port=0, api_key=None).start()
+            model, api_base, suites = f"openai/{arm.name}", server.url, ["livestream"]
+        else:
+            model, api_base = f"local:{model_dir}", None
+            suites = ["variant"] if kind == "history" else list(SUITES)
+        evals_dir = str(history_evals(plan, root)) if kind == "history" else plan.evals_dir
+        limit = plan.history_limit if kind == "history" else plan.eval_limit
+        what = "the real-history slice (v1, v2)" if kind == "history" else ", ".join(suites)
+        say(f"arm {arm.name}: evaluate on {what}" + (" through the embedded server" if served else "")
+            + (f", {limit} cases each" if limit else ""))
+        with _eval_progress(progress, f"eval {arm.name}") as update:
+            if (run_dir / "manifest.json").is_file():
+                if served:  # the server's port changed: a served run restarts rather than resumes
+                    shutil.rmtree(run_dir)
+                else:
+                    resume_eval(run_dir, jobs=plan.eval_jobs, progress=update)
+            if not (run_dir / "manifest.json").is_file():
+                cfg = EvalConfig(
+                    suites=suites, model=model, api_base=api_base, jobs=plan.eval_jobs, limit=limit or None,
+                    cache=False, harness_path=plan.harness, evals_dir=evals_dir, runs_dir=str(runs_dir),
+                    max_tokens=plan.eval_max_tokens, seed=plan.seed, max_error_share=1.0,
+                )
+                run_eval(cfg, run_id=run_id, progress=update)
+    finally:
+        if server is not None:
+            server.stop()
+    RunStore.open(run_dir)  # fails loudly if the run folder is not there
+    return run_dir, time.perf_counter() - started
+
+
+def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
+    """Train and evaluate one arm, unless it finished before; returns its ``arm.json``."""
+    arm_dir = root / "arms" / arm.name
+    done = _read_json(arm_dir / ARM_FILE)
+    if done and done.get("status") == "done":
+        say(f"arm {arm.name}: finished before, reusing {arm_dir / ARM_FILE}")
+        if (arm_dir / "eval" / "history" / "summary.json").is_file():
+            return _refresh(done, arm_dir)
+        # a study started before the history slice had its own run: measure it, train nothing
+        _, seconds = evaluate_arm(plan, arm, root, say, progress, kind="history")
+        done = _refresh(done, arm_dir)
+        done["compute"]["eval_s"] = round(done["compute"].get("eval_s", 0.0) + seconds, 2)
+        _write_json(arm_dir / ARM_FILE, done)
+        return done
+    arm_dir.mkdir(parents=True, exist_ok=True)
+    train = train_arm(plan, arm, root, say, progress)
+    run_dir, eval_s = evaluate_arm(plan, arm, root, say, progress)
+    _, history_s = evaluate_arm(plan, arm, root, say, progress, kind="history")
+    served_s = 0.0
+    if arm.name == FINAL_ARM:
+        _, served_s = evaluate_arm(plan, arm, root, say, progress, kind="served")
+    eval_s += history_s
+    metrics = _refresh({"metrics": arm_metrics(run_dir)}, arm_dir)["metrics"]
+    parents = _lineage(plan, arm, root)
+    compute = {
+        "train_steps": train.get("steps", 0),
+        "train_s": train.get("seconds", 0.0),
+        "train_tokens": train.get("tokens", 0),
+        "tokens_per_s": train.get("tokens_per_s", 0.0),
+        "eval_s": round(eval_s + served_s, 2),
+        "eval_episodes": sum(metrics["n"].values()),
+        # the whole chain from scratch: this arm's training plus its ancestors'
+        "chain_train_s": round(train.get("seconds", 0.0) + sum(p.get("train_s", 0.0) for p in parents), 2),
+        "chain_train_steps": train.get("steps", 0) + sum(p.get("train_steps", 0) for p in parents),
+    }
+    record = {
+        "name": arm.name, "label": arm.label, "stage": arm.stage, "parent": arm.parent, "data": arm.data,
+        "hsa": arm.hsa if arm.stage == "rl" else None, "ablation": arm.ablation, "status": "done",
+        "model": str(arm_dir / "model"), "eval_run": str(run_dir), "metrics": metrics, "compute": compute,
+        "curve": _curve(train.get("log", [])), "train_extra": train.get("extra", {}),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    _write_json(arm_dir / ARM_FILE, record)
+    return record
+
+
+def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
+    """A finished arm's numbers read again from its evaluation runs (the runs are the record;
+    nothing is trained or evaluated again)."""
+    from harnessctl.eval.store import RunError
+
+    try:
+        metrics = arm_metrics(arm_dir / "eval" / "suites")
+    except (OSError, ValueError, RunError):  # the run folder was removed: keep the numbers written when the arm finished
+        return done
+    history = arm_dir / "eval" / "history"
+    if (history / "manifest.json").is_file():
+        h = arm_metrics(history)
+        for rev in ("v1", "v2"):
+            metrics["slices"][f"history_{rev}"] = h["slices"][f"history_{rev}"]
+        metrics["history"] = {k: v for k, v in h["families"].items() if k.startswith("history:")}
+        metrics["families"] = {**{k: v for k, v in metrics["families"].items() if not k.startswith("history:")},
+                               **metrics["history"]}
+        metrics["n"]["history"] = h["n"].get("variant", 0)
+    served = arm_dir / "eval" / "served"
+    if (served / "manifest.json").is_file():
+        s = arm_metrics(served)
+        metrics["served_latency"] = {**s["latency"], "livestream": s["scores"].get("livestream")}
+    return {**done, "metrics": metrics}
+
+
+def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
+    from .plan import ARMS
+
+    out, parent = [], arm.parent
+    while parent:
+        rec = _read_json(root / "arms" / parent / TRAIN_FILE) or {}
+        out.append({"train_s": rec.get("seconds", 0.0), "train_steps": rec.get("steps", 0)})
+        parent = ARMS[parent].parent
+    return out
+
+
+def _curve(log: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """The learning curve from the trainer's log: step and the stage's headline metric."""
+    out = []
+    for row in log:
+        point = {"step": row.get("step", 0.0)}
+        for key in ("loss", "reward"):
+            if key in row:
+                point[key] = round(float(row[key]), 5)
+        if len(point) > 1:
+            out.append(point)
+    return out
+
+
+# -- the study -------------------------------------------------------------------------------------
+
+
+def run_study(
+    plan: StudyPlan, root: str | Path, *, command: str = "harnessctl experiment hat", say: Say | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or continue) the study ``plan`` describes under ``root``; writes ``results.json``,
+    ``results.md`` and ``report.html`` and returns the results."""
+    say = say or (lambda _msg: None)
+    try:
+        import trainer.stages  # noqa: F401 - the study needs the trainer
+    except ImportError as e:
+        raise StudyError(f"the study needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'") from None
+    try:
+        plan = StudyPlan.from_dict(plan.to_dict())
+    except PlanError as e:
+        raise StudyError(str(e)) from None
+    wall = time.perf_counter()
+    root = open_study(plan, root)
+    for arm in plan.arms():  # every stage's config is checked before anything runs
+        stage_config(plan, arm, root)
+    arms = plan.arms()
+    pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
+    data: dict[str, Any] = _read_json(root / "data" / "study-data.json") or {}
+    if any(a.stage == "sft" for a in pending) or not data:
+        data = build_datasets(plan, root, say)
+        _write_json(root / "data" / "study-data.json", data)
+    records = [run_arm(plan, arm, root, say, progress) for arm in arms]
+    results = collect(plan, root, records, data, command=command, wall_s=time.perf_counter() - wall)
+    write_outputs(root, results)
+    return results
+
+
+def collect(plan: StudyPlan, root: Path, records: list[dict[str, Any]], data: dict[str, Any], *, command: str,
+            wall_s: float) -> dict[str, Any]:
+    """``results.json``'s content: per-arm numbers, the goals, the compute."""
+    table: dict[str, dict[str, Any]] = {}
+    for r in records:
+        m = r["metrics"]
+        table[r["name"]] = {**m["scores"], **m["slices"]}
+    final = next((r for r in records if r["name"] == FINAL_ARM), None)
+    latency = None
+    if final is not None:
+        latency = dict(final["metrics"].get("served_latency") or final["metrics"]["latency"])
+        latency["where"] = "embedded server, livestream" if final["metrics"].get("served_latency") else "in process"
+    data_s = sum(float(d.get("seconds", 0.0)) for d in data.values())
+    return {
+        "results_version": RESULTS_VERSION,
+        "id": root.name,
+        "command": command,
+        "plan": plan.to_dict(),
+        "eval_cases": plan.eval_limit or "every case",
+        "arms": records,
+        "scores": table,
+        "goals": judge_goals(table, latency),
+        "data": data,
+        "compute": {
+            "data_s": round(data_s, 2),
+            "train_s": round(sum(r["compute"]["train_s"] for r in records), 2),
+            "eval_s": round(sum(r["compute"]["eval_s"] for r in records), 2),
+            "wall_s": round(wall_s, 2),  # of this invocation (a resumed study reuses finished arms)
+        },
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def write_outputs(root: Path, results: dict[str, Any]) -> None:
+    from .report import render_report
+
+    _write_json(root / RESULTS_JSON, results)
+    (root / RESULTS_MD).write_text(markdown_table(results), encoding="utf-8")
+    (root / REPORT_HTML).write_text(render_report(results), encoding="utf-8")

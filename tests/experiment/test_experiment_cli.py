@@ -1,0 +1,122 @@
+"""``harnessctl experiment hat --quick`` end to end through the real CLI, with a test-only plan
+override (a few steps per stage, one case per suite): every arm trains and is evaluated, a study
+killed after its first arm resumes without retraining it, and the outputs hold what the issue asks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1",
+            "NO_COLOR": "1"}
+
+
+def tiny_study(base_model: Path) -> list[str]:
+    """The smallest study that still runs every stage for real: a step or two each, one case per suite."""
+    sets = {
+        "base_model": str(base_model), "data_n": 6, "data_variants": 2, "eval_limit": 1, "history_limit": 2, "eval_max_tokens": 12,
+        "base.max_steps": 1, "base.rows": 24, "base.per_device_batch_size": 2,
+        "sft.max_steps": 1, "sft.per_device_batch_size": 2,
+        "distill.max_steps": 1, "distill.n_prompts": 4, "distill.per_device_batch_size": 2, "distill.max_completion_length": 8,
+        "rl.max_steps": 1, "rl.cases": 2, "rl.num_generations": 2, "rl.per_device_batch_size": 2, "rl.max_turn_tokens": 12,
+        "rl.max_completion_length": 48,
+        **{f"{stage}.logging_steps": 1 for stage in ("base", "sft", "distill", "rl")},
+    }
+    return [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harnessctl.cli.main", "experiment", "hat", *args]
+
+
+def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(tiny_model_path, tmp_path):
+    out = tmp_path / "experiments"
+    cmd = cli("--quick", "--id", "mini", "--out", str(out), *tiny_study(tiny_model_path))
+    base_done = out / "mini" / "arms" / "base" / "arm.json"
+
+    log = tmp_path / "first.log"
+    with open(log, "w") as stderr:
+        first = subprocess.Popen(cmd, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+        deadline = time.monotonic() + 300
+        while not base_done.is_file() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        still_running = first.poll() is None
+        if still_running:
+            os.killpg(first.pid, signal.SIGKILL)  # dies mid-study, somewhere in the next arm
+        first.wait()
+    assert base_done.is_file(), log.read_text()[-3000:]
+    assert still_running and first.returncode == -signal.SIGKILL
+    base_record = base_done.read_bytes()
+    base_model = (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns
+
+    second = subprocess.run([*cmd, "--json"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "arm base: finished before" in second.stderr
+    assert "arm base: train" not in second.stderr  # the finished arm was not retrained ...
+    assert base_done.read_bytes() == base_record  # ... nor rewritten
+    assert (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns == base_model
+
+    results = json.loads(second.stdout)
+    study = out / "mini"
+    assert [a["name"] for a in results["arms"]] == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]
+    for arm in results["arms"]:
+        assert arm["status"] == "done"
+        assert (study / "arms" / arm["name"] / "model" / "train.json").is_file()
+        manifest = json.loads((study / "arms" / arm["name"] / "model" / "train.json").read_text())
+        assert manifest["stage"] == arm["stage"]
+        if arm["parent"]:  # each arm trained from its parent arm's checkpoint
+            assert manifest["parent"] == str(study / "arms" / arm["parent"] / "model")
+        assert arm["compute"]["train_steps"] == 1 and arm["compute"]["train_s"] > 0
+        assert arm["metrics"]["n"] == {"livestream": 1, "variant": 1, "robustness": 1, "ifeval": 1, "history": 2}
+        assert set(arm["metrics"]["history"]) == {"history:v1", "history:v2"}  # the real history, its own sample
+        assert set(arm["metrics"]["scores"]) == {"livestream", "variant", "robustness", "ifeval"}
+        assert arm["metrics"]["latency"]["p95_s"] > 0
+        assert arm["curve"], "a learning curve from the trainer's log"
+    by_name = {a["name"]: a for a in results["arms"]}
+    assert json.loads((study / "arms" / "fixed-sft" / "model" / "train.json").read_text())["data"] == str(study / "data" / "fixed" / "train.jsonl")
+    assert json.loads((study / "arms" / "hsa-sft" / "model" / "train.json").read_text())["data"] == str(study / "data" / "hsa" / "train.jsonl")
+    assert json.loads((study / "arms" / "hat" / "model" / "train.json").read_text())["hsa"] is True
+    assert by_name["hat"]["metrics"]["served_latency"]["n"] == 1  # the final model answered through the embedded server
+    assert [g["status"] in ("met", "missed", "n/a") for g in results["goals"]] == [True] * 5
+    assert results["goals"][4]["numbers"].endswith("(embedded server, livestream)")
+
+    md = (study / "results.md").read_text()
+    assert "| fixed-SFT |" in md and "| HAT (+ HSA-RL) |" in md and "94.8" in md and "73.8" in md
+    html = (study / "report.html").read_text()
+    assert "<svg" in html and "Learning curves" in html and "Variant suite by family" in html
+    assert json.loads((study / "results.json").read_text())["scores"] == results["scores"]
+
+    # the same study asked with another plan is refused, naming the plan file and the difference
+    other = subprocess.run([*cmd[:-2], "--set", "eval_limit=2"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
+    assert other.returncode == 2
+    assert "plan.json" in other.stderr and "eval_limit" in other.stderr and "Traceback" not in other.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "bogus=1"], "unknown plan field"),
+        (["--set", "sft.no_such_field=1"], "no_such_field"),
+        (["--set", "eval_limit=lots"], "expected a whole number"),
+        (["--id", "../up"], "--id"),
+    ],
+)
+def test_bad_input_is_one_clear_message_and_exit_2(tmp_path, args, message):
+    from typer.testing import CliRunner
+
+    from harnessctl.cli.main import app
+
+    res = CliRunner().invoke(app, ["experiment", "hat", "--quick", "--out", str(tmp_path), *args])
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output

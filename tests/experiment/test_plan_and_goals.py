@@ -1,0 +1,138 @@
+"""The study's plan (arms, presets, ``--set``) and its instruments: the goals are judged by fixed
+rules on the numbers, shown what they must fail as well as what they must pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from harnessctl.experiment.plan import (
+    ARMS,
+    PlanError,
+    apply_overrides,
+    full_plan,
+    plan_differences,
+    quick_plan,
+)
+from harnessctl.experiment.report import render_report
+from harnessctl.experiment.results import judge_goals, markdown_table
+
+
+def test_the_main_arms_chain_the_hat_stages_and_ablations_only_add_arms():
+    names = [a.name for a in full_plan().arms()]
+    assert names == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]
+    assert [(a.stage, a.parent) for a in full_plan().arms()] == [
+        ("base", None), ("sft", "base"), ("sft", "base"), ("distill", "hsa-sft"), ("rl", "hsa-sft-opd")]
+    assert ARMS["fixed-sft"].data == "fixed" and ARMS["hsa-sft"].data == "hsa"
+    with_ablations = full_plan(ablations=True).arms()
+    assert [a.name for a in with_ablations][5:] == ["hsa-only-rl", "hsa-only-sft"]
+    assert (ARMS["hsa-only-rl"].parent, ARMS["hsa-only-rl"].hsa) == ("fixed-sft", True)
+    assert (ARMS["hsa-only-sft"].parent, ARMS["hsa-only-sft"].hsa) == ("hsa-sft", False)
+    seen: set[str] = set()
+    for arm in with_ablations:  # a parent always runs first
+        assert arm.parent is None or arm.parent in seen
+        seen.add(arm.name)
+
+
+def test_quick_is_smaller_than_full_in_every_stage_and_in_evaluation():
+    q, f = quick_plan(), full_plan()
+    assert q.eval_limit < f.eval_limit and q.data_n < f.data_n
+    for stage in ("base", "sft", "distill", "rl"):
+        assert q.stage_overrides[stage]["max_steps"] < f.stage_overrides[stage]["max_steps"]
+
+
+def test_set_changes_plan_fields_and_stage_fields_and_names_what_is_wrong():
+    plan = apply_overrides(quick_plan(), ["eval_limit=3", "ablations=true", "rl.max_steps=1", "sft.learning_rate=1e-4"])
+    assert plan.eval_limit == 3 and plan.ablations is True
+    assert plan.stage_overrides["rl"]["max_steps"] == "1" and plan.stage_overrides["sft"]["learning_rate"] == "1e-4"
+    assert quick_plan().eval_limit != 3  # the preset itself is untouched
+    with pytest.raises(PlanError, match="unknown plan field"):
+        apply_overrides(quick_plan(), ["bogus=1"])
+    with pytest.raises(PlanError, match="'train' is not a stage"):
+        apply_overrides(quick_plan(), ["train.max_steps=1"])
+    with pytest.raises(PlanError, match="eval_limit: expected a whole number"):
+        apply_overrides(quick_plan(), ["eval_limit=many"])
+    with pytest.raises(PlanError, match="FIELD=VALUE"):
+        apply_overrides(quick_plan(), ["eval_limit"])
+    with pytest.raises(PlanError, match="data_n must be at least 1"):
+        apply_overrides(quick_plan(), ["data_n=0"])
+    assert plan_differences(quick_plan().to_dict(), full_plan().to_dict())
+
+
+def _scores(**arms):
+    return {name: dict(values) for name, values in arms.items()}
+
+
+def test_goals_are_met_by_the_papers_pattern():
+    scores = _scores(
+        base={"livestream": 5, "variant": 5, "ifeval": 40},
+        **{"fixed-sft": {"livestream": 80, "variant": 50, "ifeval": 30}},
+        **{"hsa-sft": {"livestream": 80, "variant": 78, "ifeval": 30}},
+        **{"hsa-sft-opd": {"livestream": 79, "variant": 77, "ifeval": 39.5, "tool_faults": 50}},
+        hat={"livestream": 80, "variant": 78, "ifeval": 39, "tool_faults": 60},
+    )
+    goals = judge_goals(scores, {"p50_s": 0.5, "p95_s": 2.0, "where": "embedded server"})
+    assert [g["status"] for g in goals] == ["met"] * 5
+    assert "variant 50.0 vs livestream 80.0" in goals[0]["numbers"]
+    assert "P95 2.00 s (embedded server)" in goals[4]["numbers"]
+
+
+def test_goals_are_missed_by_a_model_that_shows_none_of_it():
+    scores = _scores(
+        base={"livestream": 5, "variant": 5, "ifeval": 40},
+        **{"fixed-sft": {"livestream": 80, "variant": 70, "ifeval": 30}},   # holds under edits: no collapse
+        **{"hsa-sft": {"livestream": 50, "variant": 49, "ifeval": 30}},     # follows edits but livestream < 60
+        **{"hsa-sft-opd": {"livestream": 45, "variant": 49, "ifeval": 35, "tool_faults": 50}},  # lost livestream
+        hat={"livestream": 40, "variant": 49, "ifeval": 35, "tool_faults": 70},  # robust but lost livestream
+    )
+    goals = judge_goals(scores, {"p50_s": 9.0, "p95_s": 15.0})
+    assert [g["status"] for g in goals] == ["missed"] * 5
+
+
+def test_goals_without_their_numbers_are_not_applicable_never_met():
+    goals = judge_goals({"base": {"ifeval": 10}, "hsa-sft": {"ifeval": 20, "livestream": 1}, "hsa-sft-opd": {"ifeval": 20, "livestream": 1}})
+    assert [g["status"] for g in goals] == ["n/a"] * 5
+    assert "nothing to restore" in goals[2]["numbers"]
+
+
+def _arm(name, label, scores):
+    return {
+        "name": name, "label": label, "stage": "sft", "status": "done",
+        "metrics": {"scores": scores, "slices": {"history_v1": 10.0, "tool_faults": None}, "families": {"op:tools": {"score": 3.0, "n": 1}},
+                    "latency": {"p50_s": 0.2, "p95_s": 0.4}},
+        "compute": {"train_steps": 3, "train_s": 12.0, "eval_s": 4.0, "chain_train_s": 20.0},
+        "curve": [{"step": 1.0, "loss": 3.0}, {"step": 2.0, "loss": 2.5}],
+    }
+
+
+def test_the_table_and_the_report_show_every_arm_beside_the_papers_numbers():
+    results = {
+        "id": "s1", "command": "harnessctl experiment hat --quick", "plan": {"preset": "quick"}, "eval_cases": 2,
+        "arms": [_arm("fixed-sft", "fixed-SFT", {"livestream": 61.25, "variant": 12.5}), _arm("hsa-sft", "HSA-SFT", {"livestream": 40.0})],
+        "goals": judge_goals({"fixed-sft": {"livestream": 61.25, "variant": 12.5}}), "compute": {"train_s": 24, "eval_s": 8, "wall_s": 40},
+    }
+    md = markdown_table(results)
+    assert "| fixed-SFT | 61.2 | 12.5 | 10.0 | — |" in md
+    assert "| *paper: HAT* | 94.8 | 94.6 |" in md and "73.8" in md and "83.5" in md
+    assert "**met** — fixed-SFT collapses on edits" in md
+    assert "`harnessctl experiment hat --quick`" in md
+    html = render_report(results)
+    assert html.count("<svg") >= 4  # scores, learning curve, families, latency (and compute)
+    assert "fixed-SFT" in html and "94.8" in html and "http" not in html.split("<body>")[1]
+
+
+def test_each_arm_trains_from_its_parent_on_its_own_data_and_logs_a_curve(tmp_path):
+    from harnessctl.experiment.runner import stage_config
+
+    plan = quick_plan(ablations=True)
+    cfgs = {a.name: stage_config(plan, a, tmp_path) for a in plan.arms()}
+    model = lambda arm: str(tmp_path / "arms" / arm / "model")
+    assert cfgs["base"].model == "" and cfgs["base"].out == model("base")  # stage 0 from scratch
+    assert (cfgs["fixed-sft"].model, cfgs["fixed-sft"].data) == (model("base"), str(tmp_path / "data" / "fixed"))
+    assert (cfgs["hsa-sft"].model, cfgs["hsa-sft"].data) == (model("base"), str(tmp_path / "data" / "hsa"))
+    assert cfgs["fixed-sft"].max_steps == cfgs["hsa-sft"].max_steps == plan.stage_overrides["sft"]["max_steps"]
+    assert (cfgs["hsa-sft-opd"].model, cfgs["hsa-sft-opd"].teacher) == (model("hsa-sft"), model("base"))
+    assert (cfgs["hat"].model, cfgs["hat"].hsa) == (model("hsa-sft-opd"), True)
+    assert (cfgs["hsa-only-rl"].model, cfgs["hsa-only-rl"].hsa) == (model("fixed-sft"), True)
+    assert (cfgs["hsa-only-sft"].model, cfgs["hsa-only-sft"].hsa) == (model("hsa-sft"), False)
+    assert all(c.eval_suites == "" and c.seed == plan.seed for c in cfgs.values())  # the study evaluates, once
+    assert all(c.max_steps // c.logging_steps >= min(10, c.max_steps) for c in cfgs.values())
