@@ -42,7 +42,7 @@ from harnessctl.eval.suites import (
     AGENT_SUITES,
     SUITES,
     SuiteItem,
-    _case_from_line,
+    case_from_line,
     load_suite,
     sample,
 )
@@ -103,7 +103,7 @@ def read_items(path: str | Path, suite: str) -> list[SuiteItem]:
                 continue
             try:
                 d = json.loads(line)
-                items.append(SuiteItem(suite, _case_from_line(d), d.get("harness")))
+                items.append(SuiteItem(suite, case_from_line(d), d.get("harness")))
             except (json.JSONDecodeError, TypeError, KeyError, ValueError) as e:
                 raise ValueError(f"{path}:{lineno}: not a case ({e})") from None
     return items
