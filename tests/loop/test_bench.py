@@ -4,11 +4,12 @@ vLLM command lines it is run against on a GPU machine."""
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
 from harnessctl.loop.bench import (
+    LatencyBench,
+    Level,
     bench_latency,
     bench_requests,
     parse_concurrency,
@@ -101,10 +102,17 @@ def test_vllm_command_lines_with_and_without_speculative_decoding():
         vllm_serve_command("ckpt", speculative="medusa")
 
 
-def test_speedup_is_the_ratio_of_decode_speeds_per_concurrency(requests):
-    with StreamingStub(first_s=0.0, tokens=6, gap_s=0.02) as slow:
-        a = bench_latency("openai/s", api_base=slow.url, concurrency=[1], requests=requests, per_level=2)
-    with StreamingStub(first_s=0.0, tokens=6, gap_s=0.01) as fast:
-        b = bench_latency("openai/s", api_base=fast.url, concurrency=[1], requests=requests, per_level=2)
-    ratio = speedup(a, b)[1]
-    assert ratio is not None and not math.isnan(ratio) and ratio > 1.2
+def _bench(*levels: tuple[int, float | None]) -> LatencyBench:
+    nan = float("nan")
+    return LatencyBench("m", None, 15.0, 64, levels=[
+        Level(c, 4, 0, 1.0, 1.0, 1.0, 0.1, 0.1, tps, 0.0, 1.0, True, 4.0) if tps is not None
+        else Level(c, 4, 4, nan, nan, nan, None, None, None, 1.0, 0.0, False, 4.0)
+        for c, tps in levels
+    ])
+
+
+def test_speedup_is_the_ratio_of_decode_speeds_per_concurrency():
+    without = _bench((1, 40.0), (4, 25.0), (16, None))
+    with_spec = _bench((1, 67.6), (4, 30.0), (16, 12.0))
+    # concurrency 16 has no decode speed without speculation (every request failed): no ratio
+    assert speedup(without, with_spec) == {1: 1.69, 4: 1.2, 16: None}
