@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harnessctl.eval.report import _CSS, bar_chart, render_report
+from harnessctl.eval.report import REPORT_CSS, bar_chart, render_report
 
 from .bench import LatencyBench
 from .diagnose import Diagnosis
@@ -143,7 +143,7 @@ def bench_page(bench: LatencyBench) -> str:
         charts.append("</div>")
     return "\n".join([
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        f"<title>latency bench — {escape(bench.model)}</title><style>{_CSS}</style></head><body>",
+        f"<title>latency bench — {escape(bench.model)}</title><style>{REPORT_CSS}</style></head><body>",
         f"<h1>Latency bench — {escape(bench.model)}</h1>",
         f"<p class=meta>budget {bench.budget_s:g}s per reply · max {bench.max_tokens} tokens per reply"
         + (f" · {escape(bench.note)}" if bench.note else "") + "</p>",
