@@ -471,7 +471,7 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
                 log.info("client %s disconnected during its stream", self.address_string())
                 self.close_connection = True
                 return
-            except Exception as e:  # noqa: BLE001 - a broken backend must not kill the server
+            except Exception as e:  # a broken backend must not kill the server
                 if not started:
                     raise
                 log.exception("backend failed mid-stream")
