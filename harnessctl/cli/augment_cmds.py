@@ -18,6 +18,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from harnessctl.harness.diff_view import print_diff
+
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import CLIError, cli_errors, err, out, print_json
 
@@ -180,16 +182,4 @@ def _print_preview(p: Any) -> None:
     ops = [f"{op.operator} ({len(op.changes)})" for op in manifest.operators if op.changes]
     out.print(f"[bold]{escape(p.variant.id)}[/] (seed {manifest.seed}, strength {manifest.strength:g}, split {manifest.split})")
     out.print("  operators: " + escape(", ".join(ops) if ops else "no change"))
-    try:
-        from harnessctl.cli.version_cmds import _print_diff  # the versions room's renderer
-    except ImportError:
-        _print_diff = None
-    if _print_diff is not None:
-        _print_diff(p.diff)
-        return
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    for col in ("element", "change", "from", "to"):
-        table.add_column(col)
-    for c in p.diff.changes:
-        table.add_row(escape(c.path), c.kind, escape(str(c.from_))[:60], escape(str(c.to))[:60])
-    out.print(table)
+    print_diff(p.diff, out)

@@ -433,10 +433,13 @@ def report(
     out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: runs/<id>/report.html).")] = None,
     runs_dir: RunsDirOpt = Path("runs"),
     max_details: Annotated[int, typer.Option("--max-details", help="Cases per suite with a full drill-down (failures first).")] = 200,
+    diagnosis: Annotated[
+        bool, typer.Option("--diagnosis/--no-diagnosis", help="Include the diagnosis: failures clustered by kind, component and harness element.")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write a self-contained HTML report of a run (plots inline, no network) — or print the
-    summary as JSON with --json."""
+    """Write a self-contained HTML report of a run (plots inline, no network), with a diagnosis
+    section that ranks the failure clusters by impact — or print the summary as JSON with --json."""
     from harnessctl.eval.report import render_report
     from harnessctl.eval.store import REPORT, RunStore
     from harnessctl.eval.summary import summarize
@@ -452,6 +455,11 @@ def report(
             return
         target = out_file or (store.root / REPORT)
         html = render_report(results, manifest, summary=summary, max_details=max_details)
+        if diagnosis:
+            from harnessctl.loop.diagnose import diagnose_run
+            from harnessctl.loop.report import with_diagnosis
+
+            html = with_diagnosis(html, diagnose_run(store.root))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, encoding="utf-8")
     out.print(f"report written to [bold]{target}[/] ({len(html) // 1024} KiB, {len(results)} cases)")

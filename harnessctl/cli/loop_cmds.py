@@ -169,12 +169,11 @@ def edit(
     """Propose harness edits for a run's failures, each validated and shown as a semantic diff;
     apply one (--apply, or confirm) as a commit on a new branch."""
     from harnessctl.harness import load_harness
+    from harnessctl.harness.diff_view import print_diff
     from harnessctl.loop.apply import branch_name, commit_edit
     from harnessctl.loop.diagnose import diagnose_run
     from harnessctl.loop.edits import apply_edit, proposal_diff
     from harnessctl.loop.propose import propose_llm, propose_rules
-
-    from .version_cmds import _print_diff
 
     with _errors():
         folder = resolve_harness_path(harness)
@@ -200,7 +199,7 @@ def edit(
             out.print(Text(f"   targets: {', '.join(p.targets)}", style="dim"))
             hd = proposal_diff(p)
             if hd is not None:
-                _print_diff(hd)
+                print_diff(hd, out)
         for p in rejected:
             out.print(Text(f"rejected ({p.source}): {p.title}: {'; '.join(p.issues)}", style="yellow"))
     applied = None

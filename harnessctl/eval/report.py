@@ -20,7 +20,8 @@ from typing import Any, Sequence
 from .results import CaseResult
 from .summary import model_label, summarize
 
-_CSS = """
+#: The style sheet of the run report, shared by the other self-contained HTML pages (the latency bench).
+REPORT_CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328;padding:0 16px}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin-top:20px}.meta{color:#57606a}.warn{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:16px}
@@ -163,7 +164,7 @@ def render_report(
     h = manifest.get("harness") or {}
     out = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        f"<title>{escape(title)}</title><style>{_CSS}</style><script>{_JS}</script></head><body>",
+        f"<title>{escape(title)}</title><style>{REPORT_CSS}</style><script>{_JS}</script></head><body>",
         f"<h1>{escape(title)}</h1>",
         f"<p class=meta>model <b>{escape(model_label(manifest.get('model')))}</b> · harness {escape(str(h.get('name')))} "
         f"{escape(str(h.get('version')))} @ {escape(str(h.get('commit') or '')[:10])} · created {escape(str(manifest.get('created', '')))}"

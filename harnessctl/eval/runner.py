@@ -29,7 +29,7 @@ import subprocess
 import time
 import types
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -531,6 +531,31 @@ async def _execute(
     return EvalOutcome(store=store, summary=summary, ran=ran, skipped=skipped_suites(config))
 
 
+async def arun_items(
+    config: EvalConfig, items: dict[str, list[SuiteItem]], store: RunStore, *, backend: Any | None = None,
+    progress: Progress | None = None,
+) -> EvalOutcome:
+    """Run any cases — ``items``, suite name -> items, named suites or not (a failing slice, an
+    evolution suite) — into the run folder ``store`` with the runner's concurrency, cache,
+    retries, timeouts and error accounting. Only the (case, repeat) pairs not on disk yet, or
+    that ended in an error, run: called again on the same folder, it resumes. ``summary.json`` is
+    written at the end. Without a ``backend`` the model of ``config`` is resolved and preflighted.
+    An item runs (and is recorded) under the suite it is listed under, whatever its own ``suite``.
+
+    >>> store = RunStore.create("runs", build_manifest(config, items, harness), run_id="slice")   # doctest: +SKIP
+    >>> asyncio.run(arun_items(config, items, store)).summary["suites"]["livestream"]["score"]    # doctest: +SKIP
+    """
+    items = {s: [i if i.suite == s else replace(i, suite=s) for i in v] for s, v in items.items()}
+    resolver = HarnessResolver(config.harness_path)
+    for v in items.values():  # build every harness (git versions, variants) before the clock starts
+        for item in v:
+            resolver.get(item.harness)
+    wrapped = make_backend(config, backend)
+    if backend is None:  # a backend handed in is the caller's to vouch for
+        preflight(config, wrapped)
+    return await _execute(config, items, wrapped, resolver, store, progress)
+
+
 def run_eval(
     config: EvalConfig, *, backend: Any | None = None, progress: Progress | None = None, run_id: str | None = None,
     on_start: Callable[[RunStore], None] | None = None,
@@ -567,14 +592,7 @@ async def aresume_eval(
         if s in planned_ids and [i.id for i in v] != planned_ids[s]:
             raise RunError(f"the plan of suite {s} differs from run {store.run_id}'s manifest; start a new run")
     store.repair()
-    resolver = HarnessResolver(config.harness_path)
-    for v in items.values():
-        for item in v:
-            resolver.get(item.harness)
-    wrapped = make_backend(config, backend)
-    if backend is None:
-        preflight(config, wrapped)
-    return await _execute(config, items, wrapped, resolver, store, progress)
+    return await arun_items(config, items, store, backend=backend, progress=progress)
 
 
 def resume_eval(run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | None = None, backend: Any | None = None, progress: Progress | None = None) -> EvalOutcome:
@@ -583,6 +601,6 @@ def resume_eval(run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | N
 
 
 __all__ = [
-    "AGENT_SUITES", "CaseRunner", "EvalConfig", "EvalOutcome", "HarnessResolver", "arun_eval", "aresume_eval",
+    "AGENT_SUITES", "CaseRunner", "EvalConfig", "EvalOutcome", "HarnessResolver", "arun_eval", "arun_items", "aresume_eval",
     "make_backend", "plan", "preflight", "resume_eval", "run_eval",
 ]

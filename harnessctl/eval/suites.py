@@ -119,7 +119,13 @@ def _compact(case: Case) -> dict[str, Any]:
     return out
 
 
-def _case_from_line(d: dict[str, Any]) -> Case:
+def case_from_line(d: dict[str, Any]) -> Case:
+    """The agent case of one parsed suite line; keys a case does not have (``harness``, a
+    variant's own fields) are ignored. Raises ``TypeError``/``KeyError``/``ValueError`` on a bad line.
+
+    >>> case_from_line({"id": "c1", "intent": "price", "query": "how much?", "harness": "base"}).id
+    'c1'
+    """
     known = {f.name for f in fields(Case)}
     return Case.from_dict({k: v for k, v in d.items() if k in known})
 
@@ -147,7 +153,7 @@ def load_suite(name: str, evals_dir: str | Path = "evals") -> list[SuiteItem]:
                 if name == "ifeval":
                     item = SuiteItem(name, IFEvalCase.from_dict(d))
                 else:
-                    item = SuiteItem(name, _case_from_line(d), d.get("harness"))
+                    item = SuiteItem(name, case_from_line(d), d.get("harness"))
             except (json.JSONDecodeError, TypeError, KeyError, ValueError) as e:
                 raise SuiteError(f"{path}:{lineno}: not a {name} case ({e}); rebuild with `{rebuild}`") from None
             if item.id in seen:

@@ -4,8 +4,9 @@ time to first token and decode tokens/s where the server streams, and the share 
 Requests are real first turns of the agent: the harness's system prompt and tool list and a
 viewer message from the livestream suite, sent through litellm with ``stream=True`` (time to
 first token = first chunk that carries text or a tool call; tokens/s = completion tokens over
-the time after it, from the usage the server reports). A server that refuses streaming (the
-embedded one) is measured without it: whole-reply latency only, tokens/s over the whole reply.
+the time after it, from the usage the server reports). The embedded server streams (token by
+token for an in-process checkpoint); a server that refuses streaming is measured without it:
+whole-reply latency only, tokens/s over the whole reply.
 
 :func:`vllm_serve_command` builds the ``vllm serve`` line for a checkpoint with the tool-call
 parser, with or without speculative decoding (``mtp`` for checkpoints with multi-token-prediction

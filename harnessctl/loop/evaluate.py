@@ -1,11 +1,12 @@
 """Evaluate a harness folder on chosen cases: the loop's and the release gate's runs.
 
-The eval runner runs whole named suites against one harness; the loop needs more: a failing
-slice of a run, an evolution suite built on the fly, a candidate harness in a scratch folder.
-:func:`evaluate_items` runs any set of suite items with the runner's own pieces
-(:class:`~harnessctl.eval.runner.CaseRunner`, the cache, :class:`~harnessctl.eval.store.RunStore`,
-the summary), so its runs are ordinary run folders: ``compare``, ``report`` and ``diagnose``
-read them, and a run stopped half-way resumes with only its missing cases.
+The loop evaluates more than whole named suites: a failing slice of a run, an evolution suite
+built on the fly, a candidate harness in a scratch folder. :func:`evaluate_items` plans such a
+run folder (its manifest, the case files of suites the runner does not know) and hands the cases
+to the eval runner's :func:`~harnessctl.eval.runner.arun_items` — the same cache, retries, error
+accounting and summary as ``harnessctl eval`` — so its runs are ordinary run folders: ``compare``,
+``report`` and ``diagnose`` read them, and a run stopped half-way resumes with only its missing
+(or errored) cases.
 
 Cases that run a version from git history (the variant suite's ``history:`` cases) do not test
 the harness under evaluation, and need a git repository beside it: :func:`standard_items`
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,18 +31,17 @@ from typing import Any
 from harnessctl.eval.results import CaseResult
 from harnessctl.eval.runner import (
     DEFAULT_CACHE,
-    CaseRunner,
     EvalConfig,
     HarnessResolver,
+    arun_items,
     build_manifest,
-    make_backend,
 )
 from harnessctl.eval.store import RunStore
 from harnessctl.eval.suites import (
     AGENT_SUITES,
     SUITES,
     SuiteItem,
-    _case_from_line,
+    case_from_line,
     load_suite,
     sample,
 )
@@ -103,7 +102,7 @@ def read_items(path: str | Path, suite: str) -> list[SuiteItem]:
                 continue
             try:
                 d = json.loads(line)
-                items.append(SuiteItem(suite, _case_from_line(d), d.get("harness")))
+                items.append(SuiteItem(suite, case_from_line(d), d.get("harness")))
             except (json.JSONDecodeError, TypeError, KeyError, ValueError) as e:
                 raise ValueError(f"{path}:{lineno}: not a case ({e})") from None
     return items
@@ -203,39 +202,9 @@ async def aevaluate_items(
         for suite, v in items.items():
             if suite not in SUITES:
                 write_items(store.root / RUN_CASES_DIR / f"{suite}.jsonl", v)
-    wrapped = make_backend(config, backend)
-    runner = CaseRunner(config, wrapped, resolver)
-    done_keys = {r.key for r in store.results()}
-    pending = [(item, s) for s, v in items.items() for item in v if (s, item.id, 0) not in done_keys]
-    totals = {s: len(v) for s, v in items.items()}
-    done = {s: sum(1 for k in done_keys if k[0] == s) for s in items}
-    sem = asyncio.Semaphore(max(1, jobs))
-    ran = 0
-
-    async def one(item: SuiteItem, suite: str) -> None:
-        nonlocal ran
-        async with sem:
-            result = await runner.run(item, 0)
-        store.append(result)
-        ran += 1
-        done[suite] += 1
-        if progress:
-            progress(suite, done[suite], totals[suite])
-
-    tasks = [asyncio.create_task(one(item, s)) for item, s in pending]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
-        store.close()
-        if wrapped.cache is not None:
-            wrapped.cache.close()
+    outcome = await arun_items(config, items, store, backend=backend, progress=progress)
     results = store.results()
-    summary = summarize(results, store.manifest, latency_budget_s=latency_budget_s)
-    summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    store.write_summary(summary)
-    return LoopRun(store=store, results=results, summary=summary, ran=ran)
+    return LoopRun(store=store, results=results, summary=outcome.summary, ran=outcome.ran)
 
 
 def open_run(run: str | Path, runs_dir: str | Path = "runs") -> LoopRun:

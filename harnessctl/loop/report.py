@@ -1,8 +1,8 @@
 """HTML for the loop: a diagnosis section in a run's report, and a latency bench page.
 
 Both reuse the eval report's inline-SVG charts and style, so the result is one self-contained
-file (no network). :func:`write_run_report` writes a run's report with the diagnosis section
-placed before the case table.
+file (no network). :func:`render_run_report` is a run's report with the diagnosis section
+placed before the case table; ``harnessctl report`` and ``harnessctl diagnose --report`` write it.
 
 >>> html = diagnosis_section(diagnose_run("tiny1"))      # doctest: +SKIP
 >>> html.startswith("<h2>Diagnosis")                    # doctest: +SKIP
@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harnessctl.eval.report import _CSS, bar_chart, render_report
+from harnessctl.eval.report import REPORT_CSS, bar_chart, render_report
 
 from .bench import LatencyBench
 from .diagnose import Diagnosis
@@ -75,21 +75,47 @@ def _expected(exp: dict[str, Any]) -> str:
     return "; ".join(parts) or "(the case was not at hand)"
 
 
-def write_run_report(run_root: str | Path, d: Diagnosis, out_file: str | Path | None = None) -> Path:
-    """Write the run's HTML report with the diagnosis section before the case table.
+def render_run_report(run_root: str | Path, d: Diagnosis | None = None, *, max_details: int = 200) -> str:
+    """The run's HTML report with the diagnosis section before the case table; the run is
+    diagnosed here unless ``d`` is given.
 
-    >>> write_run_report("runs/r1", diagnose_run("runs/r1"))   # doctest: +SKIP
+    >>> render_run_report("runs/r1").count("<h2>Diagnosis")   # doctest: +SKIP
+    1
     """
-    from harnessctl.eval.store import REPORT, RunStore
+    from harnessctl.eval.store import RunStore
     from harnessctl.eval.summary import summarize
+
+    from .diagnose import diagnose_run
 
     store = RunStore.open(run_root)
     results, manifest = store.results(), store.manifest
     budget = (manifest.get("config") or {}).get("latency_budget_s")
-    html = render_report(results, manifest, summary=summarize(results, manifest, latency_budget_s=budget))
+    html = render_report(results, manifest, summary=summarize(results, manifest, latency_budget_s=budget), max_details=max_details)
+    return with_diagnosis(html, d if d is not None else diagnose_run(store.root))
+
+
+def with_diagnosis(html: str, d: Diagnosis) -> str:
+    """A run report (:func:`harnessctl.eval.report.render_report`) with the diagnosis section
+    inserted before its case table.
+
+    >>> with_diagnosis(render_report(results, manifest), diagnose_run("runs/r1"))   # doctest: +SKIP
+    """
     section = diagnosis_section(d)
-    html = html.replace(_CASES_HEADING, section + "\n" + _CASES_HEADING, 1) if _CASES_HEADING in html else html.replace("</body>", section + "</body>")
-    target = Path(out_file) if out_file else store.root / REPORT
+    if _CASES_HEADING in html:
+        return html.replace(_CASES_HEADING, section + "\n" + _CASES_HEADING, 1)
+    return html.replace("</body>", section + "</body>")
+
+
+def write_run_report(run_root: str | Path, d: Diagnosis | None = None, out_file: str | Path | None = None) -> Path:
+    """Write the run's HTML report with the diagnosis section before the case table
+    (:func:`render_run_report`) to ``out_file``, by default the run folder's ``report.html``.
+
+    >>> write_run_report("runs/r1", diagnose_run("runs/r1"))   # doctest: +SKIP
+    """
+    from harnessctl.eval.store import REPORT, RunStore
+
+    html = render_run_report(run_root, d)
+    target = Path(out_file) if out_file else RunStore.open(run_root).root / REPORT
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     return target
@@ -117,7 +143,7 @@ def bench_page(bench: LatencyBench) -> str:
         charts.append("</div>")
     return "\n".join([
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        f"<title>latency bench — {escape(bench.model)}</title><style>{_CSS}</style></head><body>",
+        f"<title>latency bench — {escape(bench.model)}</title><style>{REPORT_CSS}</style></head><body>",
         f"<h1>Latency bench — {escape(bench.model)}</h1>",
         f"<p class=meta>budget {bench.budget_s:g}s per reply · max {bench.max_tokens} tokens per reply"
         + (f" · {escape(bench.note)}" if bench.note else "") + "</p>",

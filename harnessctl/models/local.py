@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,17 @@ class LocalModel:
         return list(out["input_ids"])
 
     def generate(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings,
+        *, on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
-        """One assistant turn: content, parsed tool calls, token ids and log-probabilities."""
+        """One assistant turn: content, parsed tool calls, token ids and log-probabilities.
+
+        ``on_text``, when given, is called as the tokens come (transformers' ``TextStreamer``
+        decoding, a word at a time) with the completion's text so far, turn markers removed and
+        tool-call blocks still in: the embedded server streams from it.
+
+        >>> m.generate(msgs, [], GenerationSettings(max_tokens=16), on_text=print)   # doctest: +SKIP
+        """
         torch = self._torch
         started = time.perf_counter()
         try:
@@ -124,6 +133,8 @@ class LocalModel:
         else:
             # Greedy: clear sampling defaults a checkpoint's generation_config may carry.
             kwargs.update(temperature=None, top_p=None, top_k=None)
+        if on_text is not None:
+            kwargs["streamer"] = _text_callback(self.tokenizer, on_text)
         input_ids = torch.tensor([prompt], device=self.device)
         with self._lock:
             if settings.seed is not None:
@@ -153,6 +164,24 @@ class LocalModel:
             logprobs=logprobs,
             parse_errors=errors,
         )
+
+
+def _text_callback(tokenizer: Any, on_text: Callable[[str], None]) -> Any:
+    """A transformers ``TextStreamer`` that hands the text so far to ``on_text`` instead of
+    printing it (transformers is imported here, not when this module is)."""
+    from transformers import TextStreamer
+
+    class TextCallback(TextStreamer):
+        def __init__(self) -> None:
+            super().__init__(tokenizer, skip_prompt=True, skip_special_tokens=False)
+            self.text = ""
+
+        def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+            if text:
+                self.text += text
+                on_text(_strip_special(self.text, tokenizer))
+
+    return TextCallback()
 
 
 def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,7 +15,13 @@ The embedded server is stdlib only (``http.server.ThreadingHTTPServer``): ``GET 
 ``function.name``, ``function.arguments`` as a JSON string) with ``usage``. Bad requests get a
 4xx JSON error that says what to fix — a request the model can never serve (``max_tokens``
 beyond its context) is a 400, which clients do not retry; a backend failure is a 500. A client
-that hangs up before its answer is sent is one log line. Streaming is not offered.
+that hangs up before its answer is sent is one log line.
+
+``stream: true`` answers with server-sent events as OpenAI does: ``chat.completion.chunk``
+objects (the role, then the content as the model writes it — a backend whose ``generate`` takes
+``on_text``, the in-process checkpoint, streams token by token; others send their reply in one
+piece), the tool calls and the finish reason in the last chunks, the usage in a chunk of its own
+when ``stream_options.include_usage`` is set, then ``data: [DONE]``.
 
 With vLLM installed and a CUDA GPU present, :func:`serve` execs ``vllm serve`` with
 ``--enable-auto-tool-choice --tool-call-parser hermes``: the hermes parser reads exactly the
@@ -26,6 +32,7 @@ the tiny model's chat template produce.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import logging
 import os
@@ -40,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelBackend, ModelError
+from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
 
 log = logging.getLogger(__name__)
@@ -74,6 +82,18 @@ def chat_completion(backend: ModelBackend, body: Any, model_name: str) -> dict[s
     >>> chat_completion(ScriptedModel(["hi"]), {"model": "m", "messages": [{"role": "user", "content": "yo"}]}, "m")["choices"][0]["message"]["content"]   # doctest: +SKIP
     'hi'
     """
+    return openai_response(generate_reply(backend, body, model_name), model_name)
+
+
+def generate_reply(
+    backend: ModelBackend, body: Any, model_name: str, on_text: Callable[[str], None] | None = None
+) -> ModelResponse:
+    """Validate a ``/v1/chat/completions`` body and generate the reply; ``on_text`` gets the text
+    so far as it is generated, when the backend can stream (its ``generate`` takes ``on_text``).
+
+    >>> generate_reply(ScriptedModel(["hi"]), {"messages": [{"role": "user", "content": "yo"}]}, "m").content   # doctest: +SKIP
+    'hi'
+    """
     from harnessctl.models.local import ContextLengthError
 
     messages, tools, settings = parse_request(body, model_name)
@@ -83,13 +103,101 @@ def chat_completion(backend: ModelBackend, body: Any, model_name: str) -> dict[s
             400, f"'max_tokens' {settings.max_tokens} leaves no room for a prompt: this model has {positions} positions",
             param="max_tokens", code="context_length_exceeded",
         )
+    extra = {"on_text": on_text} if on_text is not None and _streams(backend) else {}
     try:
-        response = backend.generate(messages, tools, settings)
+        return backend.generate(messages, tools, settings, **extra)
     except ContextLengthError as e:
         raise RequestError(400, f"{e}; send a shorter prompt or a smaller max_tokens", param="max_tokens", code="context_length_exceeded") from None
     except ModelError as e:
         raise RequestError(500, f"the model failed: {e}", code="model_error") from None
-    return openai_response(response, model_name)
+
+
+def _streams(backend: Any) -> bool:
+    try:
+        return "on_text" in inspect.signature(backend.generate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def stream_options(body: Any) -> tuple[bool, bool]:
+    """``(stream, include_usage)`` of a request body; a 400 when they are not booleans.
+
+    >>> stream_options({"stream": True, "stream_options": {"include_usage": True}})
+    (True, True)
+    """
+    if not isinstance(body, dict):
+        return False, False
+    stream = body.get("stream") or False
+    if not isinstance(stream, bool):
+        raise RequestError(400, f"'stream' must be true or false (got {stream!r})", param="stream")
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise RequestError(400, "'stream_options' must be an object, e.g. {\"include_usage\": true}", param="stream_options")
+    include_usage = options.get("include_usage") or False
+    if not isinstance(include_usage, bool):
+        raise RequestError(400, f"'stream_options.include_usage' must be true or false (got {include_usage!r})", param="stream_options")
+    return stream, include_usage
+
+
+class CompletionStream:
+    """The ``chat.completion.chunk`` objects of one streamed answer.
+
+    :meth:`text` takes the model's text so far and returns chunks for the content that became
+    visible: the text before any ``<`` (a tool-call or think block may be starting), tidied as
+    the final reply will be, so what was sent is always a prefix of the final content.
+    :meth:`finish` returns the rest: remaining content, the tool calls, the finish reason and,
+    with ``include_usage``, the usage.
+
+    >>> s = CompletionStream("tiny")
+    >>> [c["choices"][0]["delta"] for c in s.text("Hello the")]
+    [{'role': 'assistant', 'content': ''}, {'content': 'Hello the'}]
+    >>> [c["choices"][0]["delta"] for c in s.text("Hello there <tool_")]
+    [{'content': 're'}]
+    """
+
+    def __init__(self, model_name: str, *, include_usage: bool = False):
+        self.model_name, self.include_usage = model_name, include_usage
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.sent = ""
+        self._started = False
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model_name,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+
+    def _content(self, content: str) -> list[dict[str, Any]]:
+        out = [] if self._started else [self._chunk({"role": "assistant", "content": ""})]
+        self._started = True
+        if content.startswith(self.sent) and len(content) > len(self.sent):
+            out.append(self._chunk({"content": content[len(self.sent):]}))
+            self.sent = content
+        return out
+
+    def text(self, so_far: str) -> list[dict[str, Any]]:
+        """Chunks for the content of ``so_far`` (the completion's text until now) not sent yet."""
+        visible = so_far.split("<", 1)[0].rstrip("\ufffd")  # an incomplete character is held back
+        return self._content(parse_tool_calls(visible)[0])
+
+    def finish(self, response: ModelResponse) -> list[dict[str, Any]]:
+        """The last chunks: remaining content, tool calls, finish reason, usage."""
+        final = openai_response(response, self.model_name)
+        message, choice = final["choices"][0]["message"], final["choices"][0]
+        content = message.get("content") or ""
+        if not content.startswith(self.sent):  # cannot happen with text(): sent is a prefix by construction
+            log.warning("streamed content diverged from the final reply; the rest of the content is not sent")
+        out = self._content(content)
+        if message.get("tool_calls"):
+            out.append(self._chunk({"tool_calls": [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]}))
+        out.append(self._chunk({}, choice["finish_reason"]))
+        if self.include_usage:
+            out.append({
+                "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model_name,
+                "choices": [], "usage": final["usage"],
+            })
+        return out
 
 
 def parse_request(body: Any, model_name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], GenerationSettings]:
@@ -105,8 +213,7 @@ def parse_request(body: Any, model_name: str) -> tuple[list[dict[str, Any]], lis
             param="model",
             code="model_not_found",
         )
-    if body.get("stream"):
-        raise RequestError(400, "streaming is not supported by the embedded server; send stream=false", param="stream")
+    stream_options(body)
     if body.get("n", 1) != 1:
         raise RequestError(400, "only n=1 is supported", param="n")
     messages = body.get("messages")
@@ -312,6 +419,10 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 body = self._read_json()
+                stream, include_usage = stream_options(body)
+                if stream:
+                    self._stream(body, include_usage)
+                    return
                 answer = chat_completion(server.backend, body, server.model_name)
             except RequestError as e:
                 answer, status = e.body(), e.status
@@ -326,6 +437,54 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
                 # A client that gave up (its timeout, a cancelled run) is not the server's error.
                 log.info("client %s disconnected before its answer was sent", self.address_string())
                 self.close_connection = True
+
+        def _stream(self, body: Any, include_usage: bool) -> None:
+            """Server-sent events over chunked transfer encoding (the connection stays open).
+            The headers go out with the first chunk, so a request refused before the model
+            writes anything still gets its plain 4xx/5xx JSON answer."""
+            stream = CompletionStream(server.model_name, include_usage=include_usage)
+            started = False
+
+            def send(chunks: list[dict[str, Any]]) -> None:
+                nonlocal started
+                if not chunks:
+                    return
+                if not started:
+                    server.count(200)
+                    self.send_response(200, "OK")
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    started = True
+                data = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks).encode("utf-8")
+                self._chunk(data)
+
+            try:
+                response = generate_reply(server.backend, body, server.model_name, on_text=lambda t: send(stream.text(t)))
+                send(stream.finish(response))
+            except RequestError as e:
+                if not started:
+                    raise
+                send([e.body()])  # mid-stream: OpenAI-style error event, then the end
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                log.info("client %s disconnected during its stream", self.address_string())
+                self.close_connection = True
+                return
+            except Exception as e:  # a broken backend must not kill the server
+                if not started:
+                    raise
+                log.exception("backend failed mid-stream")
+                send([RequestError(500, f"internal error: {type(e).__name__}: {e}", code="internal_error").body()])
+            try:
+                self._chunk(b"data: [DONE]\n\n")
+                self._chunk(b"")
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                self.close_connection = True
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n")
+            self.wfile.flush()
 
         def _check_auth(self) -> bool:
             if server.authorized(self.headers.get("Authorization")):

@@ -111,7 +111,7 @@ def test_a_reorder_names_the_element_it_now_follows(livecommerce):
 
 
 def test_an_element_moved_among_removals_can_keep_its_number_and_says_where_it_went(livecommerce):
-    from harnessctl.cli.version_cmds import _move_words
+    from harnessctl.harness.diff_view import _move_words
 
     b = livecommerce.copy()
     k1, k2, k3, k4, k5, k6 = b.prompt.blocks
@@ -125,8 +125,8 @@ def test_an_element_moved_among_removals_can_keep_its_number_and_says_where_it_w
 
 
 def test_a_move_that_keeps_its_number_is_not_shown_as_from_n_to_n():
-    from harnessctl.cli.version_cmds import _move_words
     from harnessctl.harness.diff import Change
+    from harnessctl.harness.diff_view import _move_words
 
     c = Change("reordered", "rule", "see_professional", 3, 3, parent="compliance", after="facts_only")
     assert _move_words(c) == "moved: now after facts_only (position 3, as before)"

@@ -89,10 +89,11 @@ def hc(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.
 class StreamingStub:
     """An OpenAI-compatible endpoint that streams: ``first_s`` before the first token, then
     ``tokens`` chunks ``gap_s`` apart, and the usage in a last chunk (as vLLM does with
-    ``stream_options.include_usage``). Use as a context manager; ``url`` is its base URL."""
+    ``stream_options.include_usage``). With ``refuse_stream`` it answers a streaming request
+    with a 400, as servers without streaming do. Use as a context manager; ``url`` is its base URL."""
 
-    def __init__(self, *, first_s: float = 0.05, tokens: int = 8, gap_s: float = 0.01):
-        self.first_s, self.tokens, self.gap_s = first_s, tokens, gap_s
+    def __init__(self, *, first_s: float = 0.05, tokens: int = 8, gap_s: float = 0.01, refuse_stream: bool = False):
+        self.first_s, self.tokens, self.gap_s, self.refuse_stream = first_s, tokens, gap_s, refuse_stream
         self.requests: list[dict[str, Any]] = []
 
     def __enter__(self) -> Self:
@@ -109,20 +110,26 @@ class StreamingStub:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _json(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 stub.requests.append(body)
                 base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "stub")}
+                if body.get("stream") and stub.refuse_stream:
+                    self._json(400, {"error": {"message": "streaming is not supported; send stream=false", "code": 400}})
+                    return
                 time.sleep(stub.first_s)
                 if not body.get("stream"):
-                    data = json.dumps({**base, "object": "chat.completion", "choices": [
+                    self._json(200, {**base, "object": "chat.completion", "choices": [
                         {"index": 0, "message": {"role": "assistant", "content": "hi " * stub.tokens}, "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": stub.tokens, "total_tokens": 10 + stub.tokens}}).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                        "usage": {"prompt_tokens": 10, "completion_tokens": stub.tokens, "total_tokens": 10 + stub.tokens}})
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")

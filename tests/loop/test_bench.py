@@ -4,18 +4,18 @@ vLLM command lines it is run against on a GPU machine."""
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
 from harnessctl.loop.bench import (
+    LatencyBench,
+    Level,
     bench_latency,
     bench_requests,
     parse_concurrency,
     speedup,
     vllm_serve_command,
 )
-from harnessctl.models.scripted import ScriptedModel
 from harnessctl.models.server import serve_in_background
 from tests.conftest import LIVECOMMERCE
 
@@ -46,17 +46,16 @@ def test_a_streaming_server_gives_time_to_first_token_and_decode_speed(requests)
 
 
 def test_a_server_that_does_not_stream_is_measured_without_it(requests):
-    url, stop = serve_in_background(ScriptedModel(["Thanks for asking!"], name="stub", repeat_last=True), model_name="stub")
-    try:
-        r = bench_latency("openai/stub", api_base=url, concurrency=[2], requests=requests, per_level=4, budget_s=0.000001)
-    finally:
-        stop()
+    with StreamingStub(first_s=0.0, tokens=4, refuse_stream=True) as stub:
+        r = bench_latency("openai/stub", api_base=stub.url, concurrency=[2], requests=requests, per_level=4, budget_s=0.000001)
     lv = r.levels[0]
     assert not lv.streamed and lv.ttft_p50 is None and lv.errors == 0 and "does not stream" in r.note
     assert lv.over_budget == 1.0  # every reply is over a budget of a microsecond
 
 
-def test_the_bench_cli_on_the_served_tiny_model_exits_1_when_p95_misses_the_budget(tiny_model_path, tmp_path):
+def test_the_bench_cli_on_the_served_tiny_model_reports_ttft_and_tokens_per_s_and_exits_1_when_p95_misses_the_budget(
+    tiny_model_path, tmp_path
+):
     from typer.testing import CliRunner
 
     from harnessctl.cli.main import app
@@ -73,8 +72,13 @@ def test_the_bench_cli_on_the_served_tiny_model_exits_1_when_p95_misses_the_budg
     assert ok.exit_code == 0, ok.output
     data = json.loads(ok.stdout)
     assert [lv["concurrency"] for lv in data["levels"]] == [1, 2] and all(lv["errors"] == 0 for lv in data["levels"])
+    # the embedded server streams: time to first token and decode speed are measured
+    assert not data["note"]
+    for lv in data["levels"]:
+        assert lv["streamed"] and 0 < lv["ttft_p50"] <= lv["p50"] and lv["tokens_per_s"] > 0
     assert "<svg" in (tmp_path / "bench.html").read_text(encoding="utf-8")
     assert missed.exit_code == 1 and "over the 0.001s budget" in missed.output
+    assert "does not stream" not in missed.output
 
 
 @pytest.mark.parametrize("text, error", [("1,x", "positive integers"), ("0", "positive integers"), ("", "at least one value")])
@@ -101,10 +105,17 @@ def test_vllm_command_lines_with_and_without_speculative_decoding():
         vllm_serve_command("ckpt", speculative="medusa")
 
 
-def test_speedup_is_the_ratio_of_decode_speeds_per_concurrency(requests):
-    with StreamingStub(first_s=0.0, tokens=6, gap_s=0.02) as slow:
-        a = bench_latency("openai/s", api_base=slow.url, concurrency=[1], requests=requests, per_level=2)
-    with StreamingStub(first_s=0.0, tokens=6, gap_s=0.01) as fast:
-        b = bench_latency("openai/s", api_base=fast.url, concurrency=[1], requests=requests, per_level=2)
-    ratio = speedup(a, b)[1]
-    assert ratio is not None and not math.isnan(ratio) and ratio > 1.2
+def _bench(*levels: tuple[int, float | None]) -> LatencyBench:
+    nan = float("nan")
+    return LatencyBench("m", None, 15.0, 64, levels=[
+        Level(c, 4, 0, 1.0, 1.0, 1.0, 0.1, 0.1, tps, 0.0, 1.0, True, 4.0) if tps is not None
+        else Level(c, 4, 4, nan, nan, nan, None, None, None, 1.0, 0.0, False, 4.0)
+        for c, tps in levels
+    ])
+
+
+def test_speedup_is_the_ratio_of_decode_speeds_per_concurrency():
+    without = _bench((1, 40.0), (4, 25.0), (16, None))
+    with_spec = _bench((1, 67.6), (4, 30.0), (16, 12.0))
+    # concurrency 16 has no decode speed without speculation (every request failed): no ratio
+    assert speedup(without, with_spec) == {1: 1.69, 4: 1.2, 16: None}

@@ -92,6 +92,28 @@ def test_diagnose_cli_prints_json_and_writes_the_report_section(weak_run):
     assert "<h2>Diagnosis" in html and html.index("<h2>Diagnosis") < html.index("<h2>Cases</h2>")
 
 
+def test_report_cli_includes_the_diagnosis_section_ranked_by_impact_with_examples(weak_run, tmp_path):
+    d = diagnose_run(weak_run.store.root)
+    target = tmp_path / "report.html"
+    proc = hc("report", str(weak_run.store.root), "--out", str(target))
+    assert proc.returncode == 0, proc.stderr
+    html = target.read_text(encoding="utf-8")
+    assert f"<h2>Diagnosis — {d.n_failed} of {d.n_results} cases failed</h2>" in html
+    assert html.index("<h2>Diagnosis") < html.index("<h2>Cases</h2>")
+    section = html[html.index("<h2>Diagnosis"):html.index("<h2>Cases</h2>")]
+    # the cluster table lists the clusters in impact order, each with its examples below
+    rows = [section.index(f"<code>{c.element}</code></td><td class=num>{c.cases}</td><td class=num>{c.impact:.2f}</td>")
+            for c in d.clusters[:3]]
+    assert rows == sorted(rows)
+    top = d.clusters[0]
+    assert f"#1 {top.kind} · {top.element} — {top.cases} cases" in section
+    assert f"{top.examples[0].suite}/{top.examples[0].case_id}" in section and "viewer: " in section
+
+    plain = tmp_path / "plain.html"
+    assert hc("report", str(weak_run.store.root), "--out", str(plain), "--no-diagnosis").returncode == 0
+    assert "<h2>Diagnosis" not in plain.read_text(encoding="utf-8")
+
+
 def test_diagnose_cli_names_a_missing_run_and_exits_2(tmp_path):
     proc = hc("diagnose", "nope", "--runs-dir", str(tmp_path))
     assert proc.returncode == 2

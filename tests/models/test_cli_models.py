@@ -96,6 +96,16 @@ def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path):
             answer = json.loads(r.read())
         assert answer["choices"][0]["message"]["role"] == "assistant"
         assert answer["usage"]["completion_tokens"] >= 1
+        # it streams: the latency bench measures time to first token and decode speed against it
+        from tests.conftest import LIVECOMMERCE, REPO_ROOT
+
+        bench = runner.invoke(app, [
+            "bench", "latency", "--model", "openai/tiny", "--api-base", url, "-c", "1", "-n", "2", "--max-tokens", "8",
+            "-H", str(LIVECOMMERCE), "--evals-dir", str(REPO_ROOT / "evals"), "--json",
+        ])
+        assert bench.exit_code == 0, bench.output
+        [level] = json.loads(bench.stdout)["levels"]
+        assert level["streamed"] and level["errors"] == 0 and 0 < level["ttft_p50"] <= level["p50"] and level["tokens_per_s"] > 0
     finally:
         proc.send_signal(signal.SIGINT)
         try:

@@ -91,3 +91,39 @@ def test_the_tiny_model_served_on_loopback_answers_through_litellm(tiny, chat):
     assert (r.prompt_tokens, r.completion_tokens) == (direct.prompt_tokens, direct.completion_tokens)
     assert r.content == direct.content
     assert [(c.name, c.arguments) for c in r.tool_calls] == [(c.name, c.arguments) for c in direct.tool_calls]
+
+
+def test_the_tiny_model_streams_its_text_as_it_writes_it_and_the_stream_rebuilds_the_same_reply(tiny, chat):
+    import asyncio
+    import itertools
+
+    import litellm
+
+    from harnessctl.runtime.toolcall_text import parse_tool_calls
+
+    messages, tools = chat
+    settings = GenerationSettings(max_tokens=24)
+    seen: list[str] = []
+    direct = tiny.generate(messages, tools, settings, on_text=seen.append)
+    # in process: the text grows a word at a time and ends as the reply
+    assert len(seen) > 1 and all(b.startswith(a) for a, b in itertools.pairwise(seen))
+    assert parse_tool_calls(seen[-1])[0] == direct.content
+
+    url, stop = serve_in_background(tiny, model_name="tiny")
+
+    async def stream() -> list:
+        response = await litellm.acompletion(
+            model="openai/tiny", api_base=url, api_key="none", messages=messages, tools=tools, max_tokens=24,
+            temperature=0.0, stream=True, stream_options={"include_usage": True},
+        )
+        return [c async for c in response]
+
+    try:
+        chunks = asyncio.run(stream())
+    finally:
+        stop()
+    # served: several chunks, rebuilt by litellm into the reply the model gives in process
+    rebuilt = litellm.stream_chunk_builder(chunks)
+    assert len(chunks) > 3
+    assert (rebuilt.choices[0].message.content or "") == direct.content
+    assert rebuilt.usage.completion_tokens == direct.completion_tokens

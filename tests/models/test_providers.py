@@ -20,6 +20,7 @@ from harnessctl.models.litellm_backend import LiteLLMModel
 from harnessctl.models.local import ContextLengthError
 from harnessctl.models.scripted import ScriptedModel
 from harnessctl.models.server import EmbeddedServer
+from harnessctl.runtime.record import ModelResponse
 
 USER = [{"role": "user", "content": "how much is the one on screen?"}]
 
@@ -165,3 +166,45 @@ def test_a_client_that_hangs_up_is_one_log_line_not_a_traceback(caplog):
     messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert len([m for m in messages if "disconnected before its answer was sent" in m]) == 1
     assert not any("backend failed" in m for m in messages) and not any(r.exc_info for r in caplog.records)
+
+
+class _Typist:
+    """A backend that streams: a word every 0.1 s through ``on_text``, as the local checkpoint does."""
+
+    name = "typist"
+
+    def generate(self, messages, tools, settings, *, on_text=None):
+        text = ""
+        for word in ("one", " two", " three", " four"):
+            text += word
+            if on_text:
+                on_text(text)
+            time.sleep(0.1)
+        return ModelResponse(content=text, completion_tokens=4)
+
+    def for_episode(self, case, harness):
+        return self
+
+
+def test_a_client_that_hangs_up_mid_stream_is_one_log_line_and_the_server_serves_on(caplog):
+    server = EmbeddedServer(_Typist(), model_name="demo").start()
+    host, port = server.url.split("//")[1].split("/")[0].split(":")
+    body = json.dumps({"model": "demo", "messages": USER, "stream": True}).encode()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="harnessctl.models.server"):
+            s = socket.create_connection((host, int(port)))
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            assert b"text/event-stream" in s.recv(4096)  # the stream has begun
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # hang up with a reset
+            s.close()
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not any("disconnected" in r.getMessage() for r in caplog.records):
+                time.sleep(0.05)
+        after = LiteLLMModel("openai/demo", api_base=server.url).generate(USER, [], GenerationSettings(max_tokens=8, timeout_s=10))
+    finally:
+        server.stop()
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len([m for m in messages if "disconnected during its stream" in m]) == 1
+    assert not any("backend failed" in m for m in messages) and not any(r.exc_info for r in caplog.records)
+    assert after.content == "one two three four"

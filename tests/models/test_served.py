@@ -17,7 +17,11 @@ import pytest
 from harnessctl.models.base import GenerationSettings, ModelError, agenerate
 from harnessctl.models.litellm_backend import LiteLLMModel
 from harnessctl.models.scripted import ScriptedModel
-from harnessctl.models.server import EmbeddedServer, serve_in_background
+from harnessctl.models.server import (
+    CompletionStream,
+    EmbeddedServer,
+    serve_in_background,
+)
 from harnessctl.runtime.record import ModelResponse, ToolCall
 
 USER = [{"role": "user", "content": "how much is the one on screen?"}]
@@ -277,7 +281,9 @@ def test_models_endpoint_lists_the_served_name():
         (b"{not json", 400, "not valid JSON"),
         ({"model": "demo"}, 400, "'messages' must be a non-empty list"),
         ({"model": "demo", "messages": [{"role": "robot", "content": "x"}]}, 400, "messages[0].role must be one of"),
-        ({"model": "demo", "messages": USER, "stream": True}, 400, "streaming is not supported"),
+        ({"model": "demo", "messages": USER, "stream": "yes"}, 400, "'stream' must be true or false"),
+        ({"model": "demo", "messages": USER, "stream": True, "stream_options": {"include_usage": 1}}, 400, "include_usage' must be true or false"),
+        ({"model": "demo", "messages": USER, "stream": True, "max_tokens": 0}, 400, "'max_tokens' must be a positive integer"),
         ({"model": "demo", "messages": USER, "temperature": 9}, 400, "'temperature' must be a number in [0, 2]"),
         ({"model": "demo", "messages": USER, "max_tokens": 0}, 400, "'max_tokens' must be a positive integer"),
         ({"model": "demo", "messages": USER, "tools": [{"type": "function"}]}, 400, "tools[0] must look like"),
@@ -322,3 +328,71 @@ def test_a_burst_of_simultaneous_connections_is_served_not_reset(served):
     for t in threads:
         t.join()
     assert results == [200] * 48
+
+
+# -- streaming -----------------------------------------------------------------------------
+
+
+def _stream(server: EmbeddedServer, **kwargs):
+    import litellm
+
+    async def go():
+        response = await litellm.acompletion(
+            model=f"openai/{server.model_name}", api_base=server.url, api_key="none", messages=USER, tools=TOOLS,
+            stream=True, **kwargs,
+        )
+        return [chunk async for chunk in response]
+
+    return asyncio.run(go())
+
+
+def test_a_streamed_answer_is_openai_chunks_that_litellm_rebuilds_into_the_same_reply(served):
+    import litellm
+
+    reply = ModelResponse(content="Let me check.", tool_calls=[ToolCall(name="get_product_details", arguments={"product_id": "P1"})],
+                          completion_tokens=9)
+    server = served(ScriptedModel([reply], repeat_last=True))
+    chunks = _stream(server, stream_options={"include_usage": True})
+    message = litellm.stream_chunk_builder(chunks).choices[0].message
+    assert message.content == "Let me check."
+    [call] = message.tool_calls
+    assert call.function.name == "get_product_details" and json.loads(call.function.arguments) == {"product_id": "P1"}
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["tool_calls"]
+    assert chunks[-1].usage.completion_tokens == 9  # the usage chunk, asked for with stream_options
+    assert server.responses == {200: 1}
+    # the same request without streaming: the same reply
+    plain = client(server).generate(USER, TOOLS, FAST)
+    assert plain.content == message.content and plain.tool_calls[0].arguments == {"product_id": "P1"}
+
+
+def test_without_include_usage_no_usage_chunk_is_sent(served):
+    server = served(ScriptedModel(["Hi there!"], repeat_last=True))
+    chunks = _stream(server)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hi there!"
+    assert all(c.choices for c in chunks)  # every chunk carries a choice: none is a usage-only chunk
+
+
+def test_a_request_refused_before_the_first_token_is_a_plain_json_error(served):
+    server = served(ScriptedModel(["x"]), model_name="demo")
+    code, payload = post(server.url + "/chat/completions", {"model": "other", "messages": USER, "stream": True})
+    assert code == 404 and "not served here" in payload["error"]["message"]
+
+
+def test_streamed_content_is_always_a_prefix_of_the_final_reply():
+    stream = CompletionStream("m", include_usage=True)
+    sent = []
+    for so_far in ["Hi", "Hi  the", "Hi  there\n\n\n\nfri", "Hi  there\n\n\n\nfriend <", "Hi  there\n\n\n\nfriend <tool_call>{", "caf\ufffd"]:
+        sent += [c["choices"][0]["delta"].get("content", "") for c in stream.text(so_far)]
+    final = ModelResponse(content="Hi  there\n\nfriend", tool_calls=[ToolCall(name="t", arguments={"a": 1})], finish_reason="stop",
+                          prompt_tokens=5, completion_tokens=7)
+    last = stream.finish(final)
+    assert "".join(sent) == "Hi  there\n\nfriend"  # blank runs collapsed as in the final reply, nothing after "<"
+    assert [c["choices"][0]["delta"] for c in last[:-1]] == [
+        {"tool_calls": [{"index": 0, "id": last[0]["choices"][0]["delta"]["tool_calls"][0]["id"], "type": "function",
+                         "function": {"name": "t", "arguments": '{"a": 1}'}}]},
+        {},
+    ]
+    assert last[1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert last[-1]["choices"] == [] and last[-1]["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+    assert {c["object"] for c in last} == {"chat.completion.chunk"} and len({c["id"] for c in last}) == 1
