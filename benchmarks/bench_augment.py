@@ -75,16 +75,26 @@ def main() -> int:
             score_episode(run_episode(source, case, oracle, rendered=rendered), case)
         t_base_episodes = time.perf_counter() - t
         t = time.perf_counter()
-        summary = build_trajectories(source, tmp / "data", TrajectorySpec(n=args.trajectories, seed=0, variants=args.n), jobs=args.jobs)
+        summary = build_trajectories(
+            source, tmp / "data", TrajectorySpec(n=args.trajectories, seed=0, variants=args.n), jobs=args.jobs
+        )
         t_traj = time.perf_counter() - t
 
     total = t_variants + t_traj
     print()
     print(f"augment --n {args.n}:              {t_variants:6.2f} s   ({t_variants / args.n * 1000:.0f} ms/variant)")
-    print(f"  baseline: save canonical x{args.n}:  {t_base_write:6.2f} s   ratio {t_variants / t_base_write:.2f}x (one process)")
-    print(f"{args.trajectories} oracle trajectories:     {t_traj:6.2f} s   ({t_traj / args.trajectories * 1000:.2f} ms each)")
-    print(f"  baseline: {args.trajectories} canonical episodes: {t_base_episodes:6.2f} s   ratio {t_traj / t_base_episodes:.2f}x")
-    print(f"  kept {summary.kept}, rejected {summary.rejected}, duplicates {summary.duplicates}, acceptance {summary.acceptance_rate:.1%}")
+    print(
+        f"  baseline: save canonical x{args.n}:  {t_base_write:6.2f} s   ratio {t_variants / t_base_write:.2f}x (one process)"
+    )
+    print(
+        f"{args.trajectories} oracle trajectories:     {t_traj:6.2f} s   ({t_traj / args.trajectories * 1000:.2f} ms each)"
+    )
+    print(
+        f"  baseline: {args.trajectories} canonical episodes: {t_base_episodes:6.2f} s   ratio {t_traj / t_base_episodes:.2f}x"
+    )
+    print(
+        f"  kept {summary.kept}, rejected {summary.rejected}, duplicates {summary.duplicates}, acceptance {summary.acceptance_rate:.1%}"
+    )
     verdict = "within" if total <= GOAL_S else "OVER"
     print(f"total (variants + trajectories):    {total:6.2f} s   goal {GOAL_S:.0f} s: {verdict}")
     return 0

@@ -48,7 +48,9 @@ def serve_stub(latency_s: float) -> None:
 
 def start_stub_process(latency_s: float) -> tuple[str, subprocess.Popen]:
     """The stub in its own process, as a real server would be."""
-    proc = subprocess.Popen([sys.executable, __file__, "--serve-stub", str(latency_s)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-stub", str(latency_s)], stdout=subprocess.PIPE, text=True
+    )
     return proc.stdout.readline().strip(), proc
 
 
@@ -83,11 +85,29 @@ def bench_throughput(suite: str, cases: int, jobs: int, latency_s: float) -> dic
     try:
         with tempfile.TemporaryDirectory() as tmp:
             # Warm-up: import litellm and open its HTTP client before the clock starts.
-            warm = EvalConfig(suites=[suite], model="openai/stub", api_base=url, jobs=jobs, limit=jobs, cache=False,
-                              evals_dir=str(REPO / "evals"), runs_dir=tmp, harness_path=str(REPO / "harnesses" / "livecommerce"))
+            warm = EvalConfig(
+                suites=[suite],
+                model="openai/stub",
+                api_base=url,
+                jobs=jobs,
+                limit=jobs,
+                cache=False,
+                evals_dir=str(REPO / "evals"),
+                runs_dir=tmp,
+                harness_path=str(REPO / "harnesses" / "livecommerce"),
+            )
             run_eval(warm)
-            cfg = EvalConfig(suites=[suite], model="openai/stub", api_base=url, jobs=jobs, limit=cases, cache=False,
-                             evals_dir=str(REPO / "evals"), runs_dir=tmp, harness_path=str(REPO / "harnesses" / "livecommerce"))
+            cfg = EvalConfig(
+                suites=[suite],
+                model="openai/stub",
+                api_base=url,
+                jobs=jobs,
+                limit=cases,
+                cache=False,
+                evals_dir=str(REPO / "evals"),
+                runs_dir=tmp,
+                harness_path=str(REPO / "harnesses" / "livecommerce"),
+            )
             t0 = time.perf_counter()
             outcome = run_eval(cfg)
             wall = time.perf_counter() - t0
@@ -100,10 +120,19 @@ def bench_throughput(suite: str, cases: int, jobs: int, latency_s: float) -> dic
     ideal = calls * latency_s / jobs
     lat = outcome.summary["suites"][suite]["latency"]
     return {
-        "suite": suite, "cases": cases, "jobs": jobs, "stub_latency_s": latency_s, "model_calls": calls,
-        "wall_s": round(wall, 3), "ideal_s": round(ideal, 3), "share_of_ideal": round(ideal / wall, 3),
-        "cases_per_s": round(cases / wall, 2), "p50_s": round(lat["p50"], 3), "p95_s": round(lat["p95"], 3),
-        "litellm_alone": baseline, "runner_vs_litellm_alone": round(baseline["wall_s"] / wall, 3),
+        "suite": suite,
+        "cases": cases,
+        "jobs": jobs,
+        "stub_latency_s": latency_s,
+        "model_calls": calls,
+        "wall_s": round(wall, 3),
+        "ideal_s": round(ideal, 3),
+        "share_of_ideal": round(ideal / wall, 3),
+        "cases_per_s": round(cases / wall, 2),
+        "p50_s": round(lat["p50"], 3),
+        "p95_s": round(lat["p95"], 3),
+        "litellm_alone": baseline,
+        "runner_vs_litellm_alone": round(baseline["wall_s"] / wall, 3),
     }
 
 
@@ -119,8 +148,11 @@ def bench_ifeval(n: int = 1000) -> dict:
     wall = time.perf_counter() - t0
     n_instructions = sum(len(s.instructions) for s in scores)
     return {
-        "prompts": n, "instructions": n_instructions, "wall_s": round(wall, 3),
-        "prompts_per_s": round(n / wall, 1), "instruction_checks_per_s": round(n_instructions / wall, 1),
+        "prompts": n,
+        "instructions": n_instructions,
+        "wall_s": round(wall, 3),
+        "prompts_per_s": round(n / wall, 1),
+        "instruction_checks_per_s": round(n_instructions / wall, 1),
     }
 
 

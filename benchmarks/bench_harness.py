@@ -17,8 +17,9 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harnessctl.harness import load_harness, read_documents, render_harness, validate_documents
 from harnessctl.harness.loader import build_harness, harness_files
@@ -75,19 +76,70 @@ def main() -> None:
     except ImportError:
         pass
 
-    results.append(("read_documents (ruamel round-trip, safe reader)", median_us(lambda: read_documents(root), args.repeat), "json.loads", 0))
-    results.append(("read_documents(round_trip=False) (what load reads)", median_us(lambda: read_documents(root, round_trip=False), args.repeat), "json.loads", 0))
-    results.append(("validate_documents (schemas + cross-file)", median_us(lambda: validate_documents(docs, backends=backends), args.repeat), "json.loads", 0))
-    results.append(("build_harness (documents -> model)", median_us(lambda: build_harness(docs), args.repeat, inner=20), "json.loads", 0))
-    results.append(("load_harness (read + validate + build)", median_us(lambda: load_harness(root), args.repeat), "json.loads", 0))
-    results.append(("check_harness_dir (what `validate` runs)", median_us(lambda: check_harness_dir(root, backends=backends), args.repeat), "json.loads", 0))
-    results.append(("render_harness_files (save, fresh)", median_us(lambda: render_harness_files(harness), max(20, args.repeat // 5)), "json.loads", 0))
+    results.append(
+        (
+            "read_documents (ruamel round-trip, safe reader)",
+            median_us(lambda: read_documents(root), args.repeat),
+            "json.loads",
+            0,
+        )
+    )
+    results.append(
+        (
+            "read_documents(round_trip=False) (what load reads)",
+            median_us(lambda: read_documents(root, round_trip=False), args.repeat),
+            "json.loads",
+            0,
+        )
+    )
+    results.append(
+        (
+            "validate_documents (schemas + cross-file)",
+            median_us(lambda: validate_documents(docs, backends=backends), args.repeat),
+            "json.loads",
+            0,
+        )
+    )
+    results.append(
+        (
+            "build_harness (documents -> model)",
+            median_us(lambda: build_harness(docs), args.repeat, inner=20),
+            "json.loads",
+            0,
+        )
+    )
+    results.append(
+        ("load_harness (read + validate + build)", median_us(lambda: load_harness(root), args.repeat), "json.loads", 0)
+    )
+    results.append(
+        (
+            "check_harness_dir (what `validate` runs)",
+            median_us(lambda: check_harness_dir(root, backends=backends), args.repeat),
+            "json.loads",
+            0,
+        )
+    )
+    results.append(
+        (
+            "render_harness_files (save, fresh)",
+            median_us(lambda: render_harness_files(harness), max(20, args.repeat // 5)),
+            "json.loads",
+            0,
+        )
+    )
 
     def dump_rendered() -> None:
         json.dumps({"system": rendered.system_prompt, "tools": rendered.tools})
 
     baselines["json.dumps(rendered)"] = median_us(dump_rendered, args.repeat, inner=200)
-    results.append(("render_harness (prompt + tool specs)", median_us(lambda: render_harness(harness), args.repeat, inner=200), "json.dumps(rendered)", 0))
+    results.append(
+        (
+            "render_harness (prompt + tool specs)",
+            median_us(lambda: render_harness(harness), args.repeat, inner=200),
+            "json.dumps(rendered)",
+            0,
+        )
+    )
 
     size = sum(len(b) for b in raw.values())
     print(f"harness: {root} — {len(rels)} files, {size:,} bytes; median of {args.repeat} samples per line\n")

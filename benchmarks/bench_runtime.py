@@ -84,7 +84,17 @@ def main() -> None:
     # The raw path sends what the runtime sends: the rendered prompt, then the tool result.
     rendered = render_harness(harness)
     first = [{"role": "system", "content": rendered.system_prompt}, {"role": "user", "content": case.query}]
-    call_msg = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": tool.name, "arguments": json.dumps({"product_id": product})}}]}
+    call_msg = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": tool.name, "arguments": json.dumps({"product_id": product})},
+            }
+        ],
+    }
     second = first + [call_msg, {"role": "tool", "tool_call_id": "call_0", "content": '{"price": 19.9}'}]
     bodies = [
         {"model": "stub", "messages": first, "tools": rendered.tools, "temperature": 0.0, "max_tokens": 64},
@@ -105,7 +115,9 @@ def main() -> None:
     def runtime_turn() -> None:
         record = run_episode(harness, case, model, settings=SETTINGS)
         if record.termination.value != "reply" or len(record.model_steps) != 2:
-            raise SystemExit(f"the runtime did not run the expected turn: {record.termination}, {len(record.model_steps)} model calls")
+            raise SystemExit(
+                f"the runtime did not run the expected turn: {record.termination}, {len(record.model_steps)} model calls"
+            )
 
     paths = {"raw HTTP": raw_turn, "litellm": litellm_turn, "runtime": runtime_turn}
     for fn in paths.values():  # warm-up: imports, connections, caches
@@ -123,7 +135,9 @@ def main() -> None:
 
     med = {k: statistics.median(v) for k, v in per_turn.items()}
     base = med["raw HTTP"]
-    print(f"runtime cost per turn (2 chat completions against an instant stub, {args.rounds} rounds x {args.turns} turns, medians)")
+    print(
+        f"runtime cost per turn (2 chat completions against an instant stub, {args.rounds} rounds x {args.turns} turns, medians)"
+    )
     print(f"  {'path':<10} {'ms/turn':>9} {'x raw HTTP':>11}")
     for label, value in med.items():
         print(f"  {label:<10} {value * 1000:9.3f} {value / base:11.2f}")

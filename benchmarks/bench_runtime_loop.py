@@ -94,7 +94,9 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     turns = sum(len(p) for _, p, _ in transcripts) / len(transcripts)
     base = med["policy only"]
-    print(f"agent loop in process ({len(cases)} oracle episodes, {turns:.2f} model turns each, {args.rounds} rounds, medians)")
+    print(
+        f"agent loop in process ({len(cases)} oracle episodes, {turns:.2f} model turns each, {args.rounds} rounds, medians)"
+    )
     print(f"  {'path':<13} {'ms/episode':>11} {'ms/turn':>9} {'x policy':>9}")
     for label, v in med.items():
         print(f"  {label:<13} {v * 1000:11.3f} {v * 1000 / turns:9.3f} {v / base:9.2f}")

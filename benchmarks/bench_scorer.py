@@ -70,7 +70,10 @@ def pass_rates(items: list, model_name: str, resolver: HarnessResolver) -> dict[
     by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     for item in items:
         h = resolver.get(item.harness)
-        b = score_episode(run_episode(h, item.case, model.for_episode(item.case, h), rendered=resolver.rendered(item.harness)), item.case)
+        b = score_episode(
+            run_episode(h, item.case, model.for_episode(item.case, h), rendered=resolver.rendered(item.harness)),
+            item.case,
+        )
         spec = item.harness or {}
         if spec.get("kind") == "rev":
             group = f"history:{spec['rev']}"
@@ -105,7 +108,9 @@ def main() -> int:
         for key in sorted(a, key=lambda k: (k != "all", k)):
             (pa, n), (pb, _) = a[key], b[key]
             label = suite if key == "all" else f"  {key}"
-            print(f"   {label:24s} oracle {100 * pa / n:5.1f}   oracle-blind {100 * pb / n:5.1f}   ({pa}/{n} vs {pb}/{n})")
+            print(
+                f"   {label:24s} oracle {100 * pa / n:5.1f}   oracle-blind {100 * pb / n:5.1f}   ({pa}/{n} vs {pb}/{n})"
+            )
 
     print("\n4. viewer-message overlap with the default 5,000-trajectory training set (held-out side)")
     train = dataset_cases(TrajectorySpec(n=5000))
@@ -124,7 +129,10 @@ def main() -> int:
     )
 
     index = suite_index(EVALS)
-    print(f"\n5. suites version {index.get('suites_version')}: " + ", ".join(f"{k} {v['n']}" for k, v in index["suites"].items()))
+    print(
+        f"\n5. suites version {index.get('suites_version')}: "
+        + ", ".join(f"{k} {v['n']}" for k, v in index["suites"].items())
+    )
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0
 

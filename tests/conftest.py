@@ -36,7 +36,13 @@ def livecommerce():
 # -- the tiny model (models room) ---------------------------------------------------------------
 
 #: Sources whose change makes the cached tiny model stale (builder, corpus, simulator, harness).
-_TINY_MODEL_INPUTS = ("harnessctl/models", "harnessctl/sim", "harnessctl/runtime", "harnessctl/harness", "harnesses/livecommerce")
+_TINY_MODEL_INPUTS = (
+    "harnessctl/models",
+    "harnessctl/sim",
+    "harnessctl/runtime",
+    "harnessctl/harness",
+    "harnesses/livecommerce",
+)
 
 
 def _tiny_model_key() -> str:

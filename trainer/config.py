@@ -290,7 +290,7 @@ def load_config(stage: str, path: str | Path | None = None, overrides: dict[str,
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     hints = get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
-    from_cli = set((overrides or {}))
+    from_cli = set(overrides or {})
     for key in list(values):
         if key not in known:
             where = f"--set {key}" if key in from_cli else f"{config_path(path)}: {key}" if path else key

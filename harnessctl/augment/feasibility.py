@@ -85,7 +85,9 @@ def _measure(source: Harness, cases: list[Any]) -> dict[str, float]:
         most_turns = max(most_turns, len(rec.model_steps))
     constraints = source.prompt.constraints
     if "max_tool_calls" in constraints:
-        floors["max_tool_calls"] = min(max(most_calls, constraints["max_tool_calls"].min), constraints["max_tool_calls"].value)
+        floors["max_tool_calls"] = min(
+            max(most_calls, constraints["max_tool_calls"].min), constraints["max_tool_calls"].value
+        )
     if "max_turns" in constraints:
         floors["max_turns"] = min(max(most_turns, constraints["max_turns"].min), constraints["max_turns"].value)
     if "max_reply_chars" in constraints:

@@ -22,14 +22,19 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .paraphrase import LexiconParaphraser, keeps_protected, protected_spans
 from .vocab import check_split, vocabulary
 
 DEFAULT_CACHE_DIR = Path(".harnessctl") / "cache" / "paraphrase"
-_KIND_WORDS = {"rule": "rule of a shopping assistant's skill", "description": "short description of a tool or skill", "param": "description of a tool parameter"}
+_KIND_WORDS = {
+    "rule": "rule of a shopping assistant's skill",
+    "description": "short description of a tool or skill",
+    "param": "description of a tool parameter",
+}
 _SYSTEM = (
     "You rewrite short instructions for an AI shopping assistant. Keep the meaning exactly. "
     "Copy every {{ ... }} placeholder, identifier, number, price and quoted text unchanged. "
@@ -98,7 +103,10 @@ class LiteLLMParaphraser:
         text = (response.content or "").strip()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"model": self.model, "messages": messages, "response": text}, ensure_ascii=False), encoding="utf-8")
+        tmp.write_text(
+            json.dumps({"model": self.model, "messages": messages, "response": text}, ensure_ascii=False),
+            encoding="utf-8",
+        )
         tmp.replace(path)
         return text
 

@@ -59,7 +59,7 @@ class VariantManifest:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "VariantManifest":
+    def from_dict(cls, d: dict[str, Any]) -> VariantManifest:
         d = dict(d)
         d["source"] = SourceInfo(**d["source"])
         d["operators"] = [OpRecord.from_dict(o) for o in d.get("operators", [])]
@@ -119,7 +119,9 @@ def source_info(h: Harness, path: str | Path | None = None) -> SourceInfo:
     """Name, version, folder and git commit of a source harness (commit ``None`` outside git)."""
     path = path if path is not None else h.root
     commit, dirty = _git_state(str(Path(path).resolve())) if path is not None else (None, None)
-    return SourceInfo(name=h.name, version=h.version, path=str(path) if path is not None else None, commit=commit, dirty=dirty)
+    return SourceInfo(
+        name=h.name, version=h.version, path=str(path) if path is not None else None, commit=commit, dirty=dirty
+    )
 
 
 @lru_cache(maxsize=32)

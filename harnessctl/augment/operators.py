@@ -35,8 +35,9 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from harnessctl.harness.model import Harness
 
@@ -522,7 +523,17 @@ def vary_message(h: Harness, ctx: OpContext, rng: random.Random) -> tuple[dict[s
 
 
 __all__ = [
-    "FAMILIES", "MAX_HIDDEN_SKILL_SHARE", "NAME_KINDS", "OPERATORS", "OpContext", "Operator",
-    "apply_operator", "apply_operators", "constraint_range", "derive_seed", "is_essential_rule",
-    "resolve_operators", "unhideable_skills",
+    "FAMILIES",
+    "MAX_HIDDEN_SKILL_SHARE",
+    "NAME_KINDS",
+    "OPERATORS",
+    "OpContext",
+    "Operator",
+    "apply_operator",
+    "apply_operators",
+    "constraint_range",
+    "derive_seed",
+    "is_essential_rule",
+    "resolve_operators",
+    "unhideable_skills",
 ]

@@ -25,9 +25,10 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from .vocab import Vocabulary, check_split, vocabulary
 
@@ -213,7 +214,9 @@ class LexiconParaphraser:
         return frames[rng.randrange(len(frames))].replace("{d}", masked.strip())
 
 
-def make_paraphraser(spec: str | None = None, *, cache_dir: str | None = None, api_base: str | None = None) -> Paraphraser:
+def make_paraphraser(
+    spec: str | None = None, *, cache_dir: str | None = None, api_base: str | None = None
+) -> Paraphraser:
     """The paraphraser a spec names: ``None``/``"lexicon"`` (offline) or ``"litellm:<model>"``.
 
     >>> make_paraphraser().name

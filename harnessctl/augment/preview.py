@@ -28,7 +28,9 @@ class Preview:
         return {"variant_id": self.variant.id, "manifest": self.variant.manifest.to_dict(), "diff": self.diff.to_dict()}
 
 
-def preview_variant(source: Harness, spec: VariantSpec, index: int = 0, *, paraphraser: Paraphraser | None = None) -> Preview:
+def preview_variant(
+    source: Harness, spec: VariantSpec, index: int = 0, *, paraphraser: Paraphraser | None = None
+) -> Preview:
     """Variant ``index`` of ``spec`` (exactly what ``write_variants`` would write) and its diff."""
     (variant,) = iter_variants(source, spec, [index], paraphraser=paraphraser)
     label = source.version or source.name

@@ -42,7 +42,7 @@ class OpRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "OpRecord":
+    def from_dict(cls, d: dict[str, Any]) -> OpRecord:
         d = dict(d)
         d["changes"] = [Change(**c) for c in d.get("changes", [])]
         return cls(**d)

@@ -16,8 +16,9 @@ touched (they hold keys, not names).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from functools import lru_cache
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from harnessctl.harness.model import Harness
 from harnessctl.harness.render import TEMPLATE_RE

@@ -49,9 +49,10 @@ import hashlib
 import json
 import multiprocessing as mp
 import random
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from harnessctl.harness.errors import HarnessError, Issue
 from harnessctl.harness.model import Harness
@@ -98,7 +99,12 @@ class TrajectorySpec:
 
     def __post_init__(self) -> None:
         self.ops = resolve_operators(self.ops)
-        for name, value in (("canonical_share", self.canonical_share), ("val_share", self.val_share), ("faults", self.faults), ("strength", self.strength)):
+        for name, value in (
+            ("canonical_share", self.canonical_share),
+            ("val_share", self.val_share),
+            ("faults", self.faults),
+            ("strength", self.strength),
+        ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value}")
         if self.val_share >= 1.0 and self.n:
@@ -114,7 +120,9 @@ class TrajectorySpec:
 
     def variant_spec(self) -> VariantSpec:
         # Training data always draws from the training vocabulary; held-out surfaces are for eval.
-        return VariantSpec(seed=self.seed, ops=self.ops, strength=self.strength, split="train", paraphraser=self.paraphraser)
+        return VariantSpec(
+            seed=self.seed, ops=self.ops, strength=self.strength, split="train", paraphraser=self.paraphraser
+        )
 
 
 @dataclass(frozen=True)
@@ -185,7 +193,9 @@ def plan_pairs(spec: TrajectorySpec) -> tuple[list[Pair], list[str], list[str]]:
         if not train_ids:  # one variant only: it serves training
             train_ids, val_ids = all_ids, []
     train_cases = [i for i in range(spec.n) if i not in val_cases]
-    n_canonical = len(train_cases) if spec.fixed_harness or not train_ids else int(round(spec.canonical_share * len(train_cases)))
+    n_canonical = (
+        len(train_cases) if spec.fixed_harness or not train_ids else int(round(spec.canonical_share * len(train_cases)))
+    )
     canonical = set(rng.sample(train_cases, n_canonical))
     assign: dict[int, tuple[str, str]] = {}
     rest = [i for i in train_cases if i not in canonical]
@@ -209,7 +219,9 @@ def dataset_cases(spec: TrajectorySpec) -> list[Any]:
     from harnessctl.sim.cases import generate_cases
 
     # Training templates only: the suites' viewer messages are held out (see sim.templates).
-    return generate_cases(spec.n, seed=derive_seed(_CASES_SALT, spec.seed) % (2**31), faults=spec.faults or None, messages="train")
+    return generate_cases(
+        spec.n, seed=derive_seed(_CASES_SALT, spec.seed) % (2**31), faults=spec.faults or None, messages="train"
+    )
 
 
 # -- rows -----------------------------------------------------------------------------------------
@@ -235,7 +247,13 @@ def _plain_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 fn = dict(tc.get("function") or {})
                 if not isinstance(fn.get("arguments"), str):
                     fn["arguments"] = json.dumps(fn.get("arguments") or {}, ensure_ascii=False)
-                calls.append({"id": str(tc.get("id", "")), "type": "function", "function": {"name": fn.get("name", ""), "arguments": fn["arguments"]}})
+                calls.append(
+                    {
+                        "id": str(tc.get("id", "")),
+                        "type": "function",
+                        "function": {"name": fn.get("name", ""), "arguments": fn["arguments"]},
+                    }
+                )
             m["tool_calls"] = calls
         out.append(m)
     return out
@@ -294,9 +312,14 @@ class _Runner:
         if refs is None:
             refs = self._refs[pair.variant_id] = frozenset(unhideable_skills(base))
         ctx = OpContext(
-            split="train", strength=self.spec.strength, protected_skill_keys=frozenset(protected), referenced_skill_keys=refs
+            split="train",
+            strength=self.spec.strength,
+            protected_skill_keys=frozenset(protected),
+            referenced_skill_keys=refs,
         )
-        OPERATORS["hide_skills"].fn(shallow, ctx, random.Random(derive_seed(self.variant_seeds[pair.variant_id], "hide_skills")))
+        OPERATORS["hide_skills"].fn(
+            shallow, ctx, random.Random(derive_seed(self.variant_seeds[pair.variant_id], "hide_skills"))
+        )
         kept = {s.key for s in shallow.skills}
         return shallow, [s.key for s in base.skills if s.key not in kept]
 
@@ -371,7 +394,11 @@ def _chunks(items: list[Pair], size: int) -> Iterator[list[Pair]]:
 
 
 def _spec_doc(spec: TrajectorySpec, source: Harness) -> dict[str, Any]:
-    return {"schema_version": DATASET_SCHEMA_VERSION, "spec": asdict(spec), "source_fingerprint": harness_fingerprint(source)}
+    return {
+        "schema_version": DATASET_SCHEMA_VERSION,
+        "spec": asdict(spec),
+        "source_fingerprint": harness_fingerprint(source),
+    }
 
 
 def _prepare_out(out: Path, doc: dict[str, Any], force: bool) -> None:
@@ -382,17 +409,23 @@ def _prepare_out(out: Path, doc: dict[str, Any], force: bool) -> None:
         raise DatasetOutputError(Issue(str(out), "exists and is not a folder", hint="choose another --out"))
     if not spec_path.is_file():
         if any(out.iterdir()):
-            raise DatasetOutputError(Issue(str(out), "folder is not empty and holds no dataset.json", hint="choose a new or empty --out"))
+            raise DatasetOutputError(
+                Issue(str(out), "folder is not empty and holds no dataset.json", hint="choose a new or empty --out")
+            )
         return
     try:
         old = json.loads(spec_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise DatasetOutputError(Issue(str(spec_path), f"unreadable ({e})", hint="choose a new --out"))
+        raise DatasetOutputError(Issue(str(spec_path), f"unreadable ({e})", hint="choose a new --out")) from None
     if old == doc:
         return
     if not force:
         changed = sorted(k for k in doc["spec"] if old.get("spec", {}).get(k) != doc["spec"][k])
-        what = "the source harness changed" if old.get("source_fingerprint") != doc["source_fingerprint"] else "another spec"
+        what = (
+            "the source harness changed"
+            if old.get("source_fingerprint") != doc["source_fingerprint"]
+            else "another spec"
+        )
         raise DatasetOutputError(
             Issue(
                 str(out),
@@ -470,10 +503,20 @@ def build_trajectories(
         meta = source_info(source)
         # hide_skills needs the case: it runs per pair (see _Runner.harness_for).
         shared = dataclasses.replace(vspec, ops=[o for o in vspec.ops if o != "hide_skills"])
-        for v in iter_variants(source, shared, sorted(index_of[i] for i in used), paraphraser=para, constraint_floors=floors, source_meta=meta):
+        for v in iter_variants(
+            source,
+            shared,
+            sorted(index_of[i] for i in used),
+            paraphraser=para,
+            constraint_floors=floors,
+            source_meta=meta,
+        ):
             variants[v.id] = v
         (out / VARIANTS_FILE).write_text(
-            "".join(json.dumps(variants[i].manifest.to_dict(), sort_keys=True, ensure_ascii=False) + "\n" for i in sorted(variants)),
+            "".join(
+                json.dumps(variants[i].manifest.to_dict(), sort_keys=True, ensure_ascii=False) + "\n"
+                for i in sorted(variants)
+            ),
             encoding="utf-8",
         )
 
@@ -516,7 +559,10 @@ def build_trajectories(
     if spec.teacher or getattr(model, "name", "") != "oracle" or "fork" not in mp.get_all_start_methods():
         jobs = 1  # a served teacher's client is not fork-safe; its concurrency is the server's
     _RUNNER = runner
-    files = {"train": open(out / TRAIN_FILE, "a", encoding="utf-8"), "validation": open(out / VALIDATION_FILE, "a", encoding="utf-8")}
+    files = {
+        "train": open(out / TRAIN_FILE, "a", encoding="utf-8"),
+        "validation": open(out / VALIDATION_FILE, "a", encoding="utf-8"),
+    }
     ledger = open(out / PAIRS_FILE, "a", encoding="utf-8")
     try:
         chunk = 64

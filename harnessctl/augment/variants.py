@@ -14,8 +14,8 @@ even when their seeds are equal, and each split draws surfaces from its own voca
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from harnessctl.harness.model import Harness
 
@@ -89,7 +89,9 @@ def make_variant(
     """
     check_split(split)
     op_names = resolve_operators(ops)
-    para = paraphraser if paraphraser is not None and not isinstance(paraphraser, str) else make_paraphraser(paraphraser)
+    para = (
+        paraphraser if paraphraser is not None and not isinstance(paraphraser, str) else make_paraphraser(paraphraser)
+    )
     if constraint_floors is None:
         from .feasibility import feasible_floors
 

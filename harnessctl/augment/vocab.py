@@ -21,10 +21,11 @@ import hashlib
 import json
 import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any
 
 SPLITS = ("train", "heldout")
 #: Naming styles a renamed element may take. Each keeps word boundaries visible.
@@ -101,7 +102,7 @@ def _keep(items: Iterable[str], split: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in items if split_of(x) == split))
 
 
-@lru_cache(maxsize=None)
+@cache
 def vocabulary(split: str) -> Vocabulary:
     """The vocabulary of ``split`` (``"train"`` or ``"heldout"``), read from the shipped data.
 
@@ -252,7 +253,9 @@ class NameMaker:
 
 NAME_KINDS = ("realistic", "verb_noun", "random")
 #: Verbs that lead element names and are not in the description verbs.
-_NAME_VERBS = frozenset({"transfer", "compare", "track", "estimate", "introduce", "explain", "greet", "search", "check", "get"})
+_NAME_VERBS = frozenset(
+    {"transfer", "compare", "track", "estimate", "introduce", "explain", "greet", "search", "check", "get"}
+)
 
 
 def name_tokens(name: str) -> list[str]:
@@ -267,7 +270,12 @@ def name_tokens(name: str) -> list[str]:
     out: list[str] = []
     for word in split_words(name):
         pieces = name_syllables(word)
-        if word not in _all_lexicon_words() and pieces and "".join(pieces) == word and all(p in SYLLABLE_SET for p in pieces):
+        if (
+            word not in _all_lexicon_words()
+            and pieces
+            and "".join(pieces) == word
+            and all(p in SYLLABLE_SET for p in pieces)
+        ):
             out += pieces
         else:
             out.append(word)

@@ -26,9 +26,10 @@ import json
 import multiprocessing as mp
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harnessctl.harness.errors import HarnessError, Issue
 from harnessctl.harness.model import Harness
@@ -68,7 +69,9 @@ def _spec_dict(spec: VariantSpec, source: Harness) -> dict[str, Any]:
     return d
 
 
-def _index_text(spec: dict[str, Any], source: SourceInfo, variants: list[dict[str, Any]], floors: dict[str, float]) -> str:
+def _index_text(
+    spec: dict[str, Any], source: SourceInfo, variants: list[dict[str, Any]], floors: dict[str, float]
+) -> str:
     doc = {
         "schema_version": INDEX_SCHEMA_VERSION,
         "spec": spec,
@@ -94,18 +97,26 @@ def _prepare_out(out: Path, spec: dict[str, Any], force: bool) -> None:
     if not index.is_file():
         if any(out.iterdir()):
             raise AugmentOutputError(
-                Issue(str(out), "folder is not empty and holds no augment index.json", hint="choose a new or empty --out")
+                Issue(
+                    str(out), "folder is not empty and holds no augment index.json", hint="choose a new or empty --out"
+                )
             )
         return
     try:
         old = json.loads(index.read_text(encoding="utf-8"))
         old_spec = old["spec"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise AugmentOutputError(Issue(str(index), f"unreadable augment index ({e})", hint="choose a new --out"))
+        raise AugmentOutputError(
+            Issue(str(index), f"unreadable augment index ({e})", hint="choose a new --out")
+        ) from None
     if old_spec == spec:
         return
     if not force:
-        what = "the source harness changed" if old_spec.get("source_fingerprint") != spec["source_fingerprint"] else "another spec"
+        what = (
+            "the source harness changed"
+            if old_spec.get("source_fingerprint") != spec["source_fingerprint"]
+            else "another spec"
+        )
         changed = sorted(k for k in spec if old_spec.get(k) != spec[k] and k != "source_fingerprint")
         detail = f" ({', '.join(changed)} differ)" if changed else ""
         raise AugmentOutputError(

@@ -11,8 +11,9 @@ Three modes of one command, each one library call:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -47,9 +48,23 @@ def _progress(label: str, enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield lambda done, total: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    columns = (TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+    columns = (
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
     progress = Progress(*columns, console=err, transient=False)
     task = None
 
@@ -68,25 +83,100 @@ def _progress(label: str, enabled: bool) -> Iterator[Any]:
 
 
 def augment(
-    n: Annotated[int, typer.Option("--n", help="Variants to write (with --trajectories: the size of the variant pool).")] = 50,
-    ops: Annotated[Optional[str], typer.Option("--ops", help="Operator families or operators, comma-separated: skills, skill_content, tools, prompt, hooks. Default: all.")] = None,
-    strength: Annotated[float, typer.Option("--strength", min=0.0, max=1.0, help="How much each operator changes, 0..1.")] = 0.5,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the variant set (and of the dataset's cases and pairs).")] = 0,
-    split: Annotated[str, typer.Option("--split", help="Surface vocabulary: train, or heldout for evaluation variants.")] = "train",
-    out_dir: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output folder. Default: out/variants/<harness>-<split>-s<seed>, or out/datasets/<harness>-<hsa|fixed>-s<seed> with --trajectories.")] = None,
-    preview: Annotated[bool, typer.Option("--preview", help="Show one variant as a semantic diff against its source; write nothing.")] = False,
+    n: Annotated[
+        int, typer.Option("--n", help="Variants to write (with --trajectories: the size of the variant pool).")
+    ] = 50,
+    ops: Annotated[
+        str | None,
+        typer.Option(
+            "--ops",
+            help="Operator families or operators, comma-separated: skills, skill_content, tools, prompt, hooks. Default: all.",
+        ),
+    ] = None,
+    strength: Annotated[
+        float, typer.Option("--strength", min=0.0, max=1.0, help="How much each operator changes, 0..1.")
+    ] = 0.5,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the variant set (and of the dataset's cases and pairs).")
+    ] = 0,
+    split: Annotated[
+        str, typer.Option("--split", help="Surface vocabulary: train, or heldout for evaluation variants.")
+    ] = "train",
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output folder. Default: out/variants/<harness>-<split>-s<seed>, or out/datasets/<harness>-<hsa|fixed>-s<seed> with --trajectories.",
+        ),
+    ] = None,
+    preview: Annotated[
+        bool, typer.Option("--preview", help="Show one variant as a semantic diff against its source; write nothing.")
+    ] = False,
     index: Annotated[int, typer.Option("--index", min=0, help="With --preview: which variant of the set to show.")] = 0,
-    trajectories: Annotated[Optional[int], typer.Option("--trajectories", min=0, help="Write a dataset of N trajectories (one case each) under the variants.")] = None,
-    teacher: Annotated[Optional[str], typer.Option("--teacher", help="Model that answers instead of the oracle (litellm string or local:<path>); its trajectories are kept only if the scorer passes them.")] = None,
-    api_base: Annotated[Optional[str], typer.Option("--api-base", help="Endpoint of a served teacher or paraphraser model, e.g. http://127.0.0.1:8000/v1.")] = None,
-    canonical_share: Annotated[float, typer.Option("--canonical-share", min=0.0, max=1.0, help="Share of training trajectories under the canonical harness.")] = 0.3,
-    fixed_harness: Annotated[bool, typer.Option("--fixed-harness", help="Write the baseline dataset: the same cases, canonical harness only.")] = False,
-    val_share: Annotated[float, typer.Option("--val-share", min=0.0, max=0.9, help="Share of cases (and of variants) held out for validation.jsonl.")] = 0.1,
-    faults: Annotated[float, typer.Option("--faults", min=0.0, max=1.0, help="Share of dataset cases with a tool fault plan (retries in the data).")] = 0.2,
-    min_score: Annotated[Optional[float], typer.Option("--min-score", min=0.0, max=1.0, help="Keep a trajectory at or above this score (default: 0.99 for the oracle, the scorer's pass mark for a teacher).")] = None,
-    paraphraser: Annotated[str, typer.Option("--paraphraser", help="lexicon (offline, default) or litellm:<model> (cached on disk; API keys from the environment).")] = "lexicon",
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: the usable CPUs).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace what --out holds from other settings instead of refusing.")] = False,
+    trajectories: Annotated[
+        int | None,
+        typer.Option(
+            "--trajectories", min=0, help="Write a dataset of N trajectories (one case each) under the variants."
+        ),
+    ] = None,
+    teacher: Annotated[
+        str | None,
+        typer.Option(
+            "--teacher",
+            help="Model that answers instead of the oracle (litellm string or local:<path>); its trajectories are kept only if the scorer passes them.",
+        ),
+    ] = None,
+    api_base: Annotated[
+        str | None,
+        typer.Option(
+            "--api-base", help="Endpoint of a served teacher or paraphraser model, e.g. http://127.0.0.1:8000/v1."
+        ),
+    ] = None,
+    canonical_share: Annotated[
+        float,
+        typer.Option(
+            "--canonical-share", min=0.0, max=1.0, help="Share of training trajectories under the canonical harness."
+        ),
+    ] = 0.3,
+    fixed_harness: Annotated[
+        bool,
+        typer.Option("--fixed-harness", help="Write the baseline dataset: the same cases, canonical harness only."),
+    ] = False,
+    val_share: Annotated[
+        float,
+        typer.Option(
+            "--val-share", min=0.0, max=0.9, help="Share of cases (and of variants) held out for validation.jsonl."
+        ),
+    ] = 0.1,
+    faults: Annotated[
+        float,
+        typer.Option(
+            "--faults", min=0.0, max=1.0, help="Share of dataset cases with a tool fault plan (retries in the data)."
+        ),
+    ] = 0.2,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            "--min-score",
+            min=0.0,
+            max=1.0,
+            help="Keep a trajectory at or above this score (default: 0.99 for the oracle, the scorer's pass mark for a teacher).",
+        ),
+    ] = None,
+    paraphraser: Annotated[
+        str,
+        typer.Option(
+            "--paraphraser",
+            help="lexicon (offline, default) or litellm:<model> (cached on disk; API keys from the environment).",
+        ),
+    ] = "lexicon",
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: the usable CPUs).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace what --out holds from other settings instead of refusing.")
+    ] = False,
     harness: HarnessOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -104,30 +194,51 @@ def augment(
         source = load_harness(root)
         op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
         if paraphraser.startswith("litellm:"):
-            para = make_paraphraser(paraphraser, cache_dir=str(Path(".harnessctl") / "cache" / "paraphrase"), api_base=api_base)
+            para = make_paraphraser(
+                paraphraser, cache_dir=str(Path(".harnessctl") / "cache" / "paraphrase"), api_base=api_base
+            )
         else:
             para = make_paraphraser(paraphraser)
         show_progress = not as_json or err.is_terminal
         if trajectories is not None and trajectories < 1:
             raise CLIError(f"--trajectories must be at least 1, got {trajectories}")
         if n < 1 and not (trajectories is not None and fixed_harness):
-            raise CLIError(f"--n must be at least 1, got {n} (the number of variants{' in the pool' if trajectories is not None else ''})")
+            raise CLIError(
+                f"--n must be at least 1, got {n} (the number of variants{' in the pool' if trajectories is not None else ''})"
+            )
         if preview:
             spec = VariantSpec(seed=seed, ops=op_list, strength=strength, split=split, paraphraser=paraphraser)
             result = preview_variant(source, spec, index, paraphraser=para)
         elif trajectories is not None:
             if split != "train":
-                raise CLIError("trajectories are training data and use the training vocabulary: drop --split (held-out variants are for evaluation)")
+                raise CLIError(
+                    "trajectories are training data and use the training vocabulary: drop --split (held-out variants are for evaluation)"
+                )
             tspec = TrajectorySpec(
-                n=trajectories, seed=seed, variants=n, ops=op_list, strength=strength, paraphraser=paraphraser,
-                canonical_share=canonical_share, val_share=val_share, fixed_harness=fixed_harness, faults=faults,
-                teacher=teacher, min_score=min_score,
+                n=trajectories,
+                seed=seed,
+                variants=n,
+                ops=op_list,
+                strength=strength,
+                paraphraser=paraphraser,
+                canonical_share=canonical_share,
+                val_share=val_share,
+                fixed_harness=fixed_harness,
+                faults=faults,
+                teacher=teacher,
+                min_score=min_score,
             )
             kind = "fixed" if fixed_harness else "hsa"
             target = out_dir or Path("out") / "datasets" / f"{source.name}-{kind}-s{seed}"
             with _progress("trajectories", show_progress) as update:
                 result = build_trajectories(
-                    source, target, tspec, force=force, paraphraser=para, jobs=jobs, api_base=api_base,
+                    source,
+                    target,
+                    tspec,
+                    force=force,
+                    paraphraser=para,
+                    jobs=jobs,
+                    api_base=api_base,
                     on_progress=lambda done, total, _s: update(done, total),
                 )
         else:
@@ -135,7 +246,13 @@ def augment(
             target = out_dir or Path("out") / "variants" / f"{source.name}-{split}-s{seed}"
             with _progress("variants", show_progress) as update:
                 result = write_variants(
-                    source, target, spec, n, force=force, paraphraser=para, jobs=jobs,
+                    source,
+                    target,
+                    spec,
+                    n,
+                    force=force,
+                    paraphraser=para,
+                    jobs=jobs,
                     on_progress=lambda done, total, _vid: update(done, total),
                 )
     if as_json:
@@ -150,11 +267,15 @@ def augment(
 
 def _print_written(result: Any) -> None:
     total = len(result.written) + len(result.skipped)
-    out.print(f"[green]✓[/] {total} variants in {escape(result.out)} ({len(result.written)} written, {len(result.skipped)} already there)")
+    out.print(
+        f"[green]✓[/] {total} variants in {escape(result.out)} ({len(result.written)} written, {len(result.skipped)} already there)"
+    )
     floors = ", ".join(f"{k} ≥ {v:g}" for k, v in sorted(result.floors.items()))
     if floors:
         out.print(f"  constraint floors (oracle-feasible): {escape(floors)}")
-    out.print(f"  index: {escape(result.index)}; check one with [bold]harnessctl validate {escape(result.out)}/<variant>[/]")
+    out.print(
+        f"  index: {escape(result.index)}; check one with [bold]harnessctl validate {escape(result.out)}/<variant>[/]"
+    )
 
 
 def _print_dataset(s: Any) -> None:
@@ -169,8 +290,13 @@ def _print_dataset(s: Any) -> None:
     table.add_column("variants train/val", justify="right")
     share = f"{s.canonical_train / s.train:.0%}" if s.train else "-"
     table.add_row(
-        str(s.pairs), str(s.kept), str(s.rejected), str(s.duplicates), f"{s.acceptance_rate:.1%}",
-        f"{s.canonical_train} ({share})", f"{s.train_variants}/{s.validation_variants}",
+        str(s.pairs),
+        str(s.kept),
+        str(s.rejected),
+        str(s.duplicates),
+        f"{s.acceptance_rate:.1%}",
+        f"{s.canonical_train} ({share})",
+        f"{s.train_variants}/{s.validation_variants}",
     )
     out.print(table)
     if s.rejections:
@@ -180,6 +306,8 @@ def _print_dataset(s: Any) -> None:
 def _print_preview(p: Any) -> None:
     manifest = p.variant.manifest
     ops = [f"{op.operator} ({len(op.changes)})" for op in manifest.operators if op.changes]
-    out.print(f"[bold]{escape(p.variant.id)}[/] (seed {manifest.seed}, strength {manifest.strength:g}, split {manifest.split})")
+    out.print(
+        f"[bold]{escape(p.variant.id)}[/] (seed {manifest.seed}, strength {manifest.strength:g}, split {manifest.split})"
+    )
     out.print("  operators: " + escape(", ".join(ops) if ops else "no change"))
     print_diff(p.diff, out)

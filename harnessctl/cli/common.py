@@ -5,7 +5,7 @@ model a command uses). ``run`` and ``eval`` take their model options from here, 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,7 +14,7 @@ from harnessctl.harness.loader import is_harness_dir
 from .output import CLIError
 
 HarnessOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--harness",
         "-H",
@@ -27,23 +27,46 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on 
 ModelOpt = Annotated[
     str | None,
     typer.Option(
-        "--model", "-m",
+        "--model",
+        "-m",
         help="oracle, local:<path> or a litellm string such as openai/<name> or anthropic/<model>. "
         "Default: $HARNESSCTL_MODEL, else the trained default, else the shipped HAT model, else the oracle (the reference policy, which reads the answer key).",
     ),
 ]
 ApiBaseOpt = Annotated[
     str | None,
-    typer.Option("--api-base", help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (with --model openai/<name>)."),
+    typer.Option(
+        "--api-base",
+        help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (with --model openai/<name>).",
+    ),
 ]
 ApiKeyEnvOpt = Annotated[
     str | None,
-    typer.Option("--api-key-env", help="Name of the environment variable that holds the API key (the key itself is never passed on the command line or recorded)."),
+    typer.Option(
+        "--api-key-env",
+        help="Name of the environment variable that holds the API key (the key itself is never passed on the command line or recorded).",
+    ),
 ]
-TemperatureOpt = Annotated[float, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature, 0 to 2 (0: greedy; use > 0 with --repeat).")]
+TemperatureOpt = Annotated[
+    float,
+    typer.Option(
+        "--temperature", min=0.0, max=2.0, help="Sampling temperature, 0 to 2 (0: greedy; use > 0 with --repeat)."
+    ),
+]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per model turn.")]
-CaseTimeoutOpt = Annotated[str, typer.Option("--case-timeout", help="Give up on one case (every model turn and tool call of it) after this long, e.g. 120s or 2m.")]
-RetriesOpt = Annotated[int, typer.Option("--retries", min=0, help="Retries of a model call that failed in transport (connection, timeout, 429, 5xx).")]
+CaseTimeoutOpt = Annotated[
+    str,
+    typer.Option(
+        "--case-timeout",
+        help="Give up on one case (every model turn and tool call of it) after this long, e.g. 120s or 2m.",
+    ),
+]
+RetriesOpt = Annotated[
+    int,
+    typer.Option(
+        "--retries", min=0, help="Retries of a model call that failed in transport (connection, timeout, 429, 5xx)."
+    ),
+]
 
 
 def choose_model(model: str | None, *, quiet: bool = False) -> str:
@@ -89,18 +112,28 @@ def resolve_harness_path(path: Path | None) -> Path:
             raise CLIError(f"{path}: no such harness folder (check -H/--harness)")
         if path.is_file():
             folder = path.parent
-            hint = f"pass the folder that holds it: -H {folder}" if is_harness_dir(folder) else "pass a harness folder (the one that holds harness.yaml)"
+            hint = (
+                f"pass the folder that holds it: -H {folder}"
+                if is_harness_dir(folder)
+                else "pass a harness folder (the one that holds harness.yaml)"
+            )
             raise CLIError(f"{path}: is a file, not a harness folder — {hint}")
         if not is_harness_dir(path):
-            raise CLIError(f"{path}: not a harness folder (no harness.yaml); run `harnessctl init {path}` to create one")
+            raise CLIError(
+                f"{path}: not a harness folder (no harness.yaml); run `harnessctl init {path}` to create one"
+            )
         return path
     cwd = Path.cwd()
     if is_harness_dir(cwd):
         return cwd
-    found = sorted(p for p in (cwd / "harnesses").glob("*") if is_harness_dir(p)) if (cwd / "harnesses").is_dir() else []
+    found = (
+        sorted(p for p in (cwd / "harnesses").glob("*") if is_harness_dir(p)) if (cwd / "harnesses").is_dir() else []
+    )
     if len(found) == 1:
         return found[0].relative_to(cwd)
     if not found:
-        raise CLIError("no harness found: pass -H PATH, run inside a harness folder, or create one with `harnessctl init`")
+        raise CLIError(
+            "no harness found: pass -H PATH, run inside a harness folder, or create one with `harnessctl init`"
+        )
     names = ", ".join(str(p.relative_to(cwd)) for p in found)
     raise CLIError(f"several harnesses under ./harnesses ({names}): choose one with -H PATH")

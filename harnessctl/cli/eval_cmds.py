@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -22,8 +23,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .common import (
-    ApiBaseOpt, ApiKeyEnvOpt, CaseTimeoutOpt, HarnessOpt, JsonOpt, MaxTokensOpt, ModelOpt, RetriesOpt, TemperatureOpt,
-    choose_model, resolve_harness_path,
+    ApiBaseOpt,
+    ApiKeyEnvOpt,
+    CaseTimeoutOpt,
+    HarnessOpt,
+    JsonOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    RetriesOpt,
+    TemperatureOpt,
+    choose_model,
+    resolve_harness_path,
 )
 from .output import EXIT_DIFFERENT, EXIT_ERRORS, CLIError, cli_errors, err, out, print_json
 
@@ -36,7 +46,9 @@ eval_app = typer.Typer(
     invoke_without_command=True,
     no_args_is_help=False,
 )
-judge_app = typer.Typer(help="The agent-as-judge: calibrate it against labelled episodes, label episodes.", no_args_is_help=True)
+judge_app = typer.Typer(
+    help="The agent-as-judge: calibrate it against labelled episodes, label episodes.", no_args_is_help=True
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -73,8 +85,12 @@ def _progress(label: str, enabled: bool = True) -> Iterator[Any]:
         yield lambda *a: None
         return
     columns = (
-        TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("eta"), TimeRemainingColumn(),
+        TextColumn("[bold]{task.description:<12}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
     )
     with Progress(*columns, console=err, transient=False) as progress:
         tasks: dict[str, Any] = {}
@@ -93,22 +109,46 @@ def _progress(label: str, enabled: bool = True) -> Iterator[Any]:
 @eval_app.callback()
 def eval_cmd(
     ctx: typer.Context,
-    suite: Annotated[str, typer.Option("--suite", "-s", help="livestream, variant, robustness, ifeval, all, or a comma list.")] = "livestream",
+    suite: Annotated[
+        str, typer.Option("--suite", "-s", help="livestream, variant, robustness, ifeval, all, or a comma list.")
+    ] = "livestream",
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     api_key_env: ApiKeyEnvOpt = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Cases in flight at once (default 8; on --resume, the run's own).")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="Run an evenly spread sample of N cases per suite.")] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", help="Cases in flight at once (default 8; on --resume, the run's own)."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Run an evenly spread sample of N cases per suite.")
+    ] = None,
     repeat: Annotated[int, typer.Option("--repeat", help="Run each case K times (reports pass^k).")] = 1,
-    resume: Annotated[Optional[str], typer.Option("--resume", help="Finish the run with this id (or folder): only missing cases run.")] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Finish the run with this id (or folder): only missing cases run.")
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model-call cache.")] = False,
-    latency_budget: Annotated[str, typer.Option("--latency-budget", help="Reply latency budget, e.g. 15s or 800ms.")] = "15s",
+    latency_budget: Annotated[
+        str, typer.Option("--latency-budget", help="Reply latency budget, e.g. 15s or 800ms.")
+    ] = "15s",
     case_timeout: CaseTimeoutOpt = "120s",
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = 256,
     retries: RetriesOpt = 2,
-    max_error_share: Annotated[float, typer.Option("--max-error-share", min=0.0, max=1.0, help="Share of cases (0-1) that may end in a model error or timeout; above it the run exits 3. Default 0: any error fails the run.")] = 0.0,
-    run_id: Annotated[Optional[str], typer.Option("--run-id", help="Name the run folder: letters, digits, '.', '_', '-' (default: time-suite-model).")] = None,
+    max_error_share: Annotated[
+        float,
+        typer.Option(
+            "--max-error-share",
+            min=0.0,
+            max=1.0,
+            help="Share of cases (0-1) that may end in a model error or timeout; above it the run exits 3. Default 0: any error fails the run.",
+        ),
+    ] = 0.0,
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id", help="Name the run folder: letters, digits, '.', '_', '-' (default: time-suite-model)."
+        ),
+    ] = None,
     harness: HarnessOpt = None,
     runs_dir: RunsDirOpt = Path("runs"),
     evals_dir: EvalsDirOpt = Path("evals"),
@@ -160,7 +200,9 @@ def eval_cmd(
                 raise CLIError("the oracle has no answers for IFEval prompts: pass --model (a served or local model)")
             with _progress("eval", enabled=not as_json or err.is_terminal) as update:
                 outcome = run_eval(
-                    config, progress=update, run_id=run_id,
+                    config,
+                    progress=update,
+                    run_id=run_id,
                     on_start=lambda store: err.print(
                         f"run [bold]{store.run_id}[/] in {store.root} "
                         f"(stopped? finish it with `harnessctl eval --resume {store.run_id}{where}`)"
@@ -176,8 +218,20 @@ def eval_cmd(
 
 #: Options that decide what a run does: a resume takes them from the run's manifest.
 _RUN_SETTINGS = (
-    "suite", "model", "api_base", "api_key_env", "limit", "repeat", "no_cache", "latency_budget", "case_timeout",
-    "temperature", "max_tokens", "retries", "max_error_share", "run_id",
+    "suite",
+    "model",
+    "api_base",
+    "api_key_env",
+    "limit",
+    "repeat",
+    "no_cache",
+    "latency_budget",
+    "case_timeout",
+    "temperature",
+    "max_tokens",
+    "retries",
+    "max_error_share",
+    "run_id",
 )
 
 
@@ -200,16 +254,24 @@ def _exit_on_errors(summary: dict[str, Any], manifest: dict[str, Any], where: st
     total = sum(s["n_results"] for s in summary["suites"].values()) or 1
     share = float((manifest.get("config") or {}).get("max_error_share") or 0.0)
     run_id = summary.get("run_id")
-    err.print(f"[bold red]{errors} of {total} cases ended in an error[/] (not scored as passes); the first distinct errors:")
+    err.print(
+        f"[bold red]{errors} of {total} cases ended in an error[/] (not scored as passes); the first distinct errors:"
+    )
     for e in summary.get("first_errors") or []:
         err.print(f"  [red]{e['count']} ×[/] {_escape(e['error'])}")
     if errors / total > share:
         err.print(
             f"fix the cause, then run them again with `harnessctl eval --resume {run_id}{where}`"
-            + (f" (allowed: {share:.0%} of cases; see --max-error-share)" if share else " (to tolerate some, pass --max-error-share)")
+            + (
+                f" (allowed: {share:.0%} of cases; see --max-error-share)"
+                if share
+                else " (to tolerate some, pass --max-error-share)"
+            )
         )
         raise typer.Exit(EXIT_ERRORS)
-    err.print(f"[yellow]within --max-error-share {share:g}[/]: run them again with `harnessctl eval --resume {run_id}{where}`")
+    err.print(
+        f"[yellow]within --max-error-share {share:g}[/]: run them again with `harnessctl eval --resume {run_id}{where}`"
+    )
 
 
 def _escape(text: str) -> str:
@@ -223,8 +285,14 @@ def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
     for name, s in summary["suites"].items():
         lat = s["latency"]
         entry = {
-            "score": s["score"], "n": s["n"], "n_results": s["n_results"], "pass_rate": s["pass_rate"], "errors": s["errors"],
-            "cached": s.get("cached", 0), "cache_hits": s.get("cache_hits", 0), "model_calls": s.get("model_calls", 0),
+            "score": s["score"],
+            "n": s["n"],
+            "n_results": s["n_results"],
+            "pass_rate": s["pass_rate"],
+            "errors": s["errors"],
+            "cached": s.get("cached", 0),
+            "cache_hits": s.get("cache_hits", 0),
+            "model_calls": s.get("model_calls", 0),
             "latency": {k: lat.get(k) for k in ("p50", "p95", "p99", "mean", "over_budget", "budget_s")},
             "components": s["components"],
         }
@@ -233,10 +301,17 @@ def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
                 entry[extra] = s[extra]
         suites[name] = entry
     return {
-        "run_id": summary.get("run_id"), "run_dir": str(root), "model": summary.get("model"),
-        "model_label": summary.get("model_label"), "reference_policy": summary.get("reference_policy", False),
-        "complete": summary.get("complete"), "overall": summary.get("overall"), "errors": summary.get("errors", 0),
-        "first_errors": summary.get("first_errors", []), "cache": summary.get("cache", {}), "suites": suites,
+        "run_id": summary.get("run_id"),
+        "run_dir": str(root),
+        "model": summary.get("model"),
+        "model_label": summary.get("model_label"),
+        "reference_policy": summary.get("reference_policy", False),
+        "complete": summary.get("complete"),
+        "overall": summary.get("overall"),
+        "errors": summary.get("errors", 0),
+        "first_errors": summary.get("first_errors", []),
+        "cache": summary.get("cache", {}),
+        "suites": suites,
         "skipped": summary.get("skipped", {}),
     }
 
@@ -249,7 +324,14 @@ def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str],
     from harnessctl.eval.summary import model_label
 
     label = summary.get("model_label") or model_label(summary.get("model"))
-    t = Table(title=f"run {summary.get('run_id')} · {_escape(label)}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+    t = Table(
+        title=f"run {summary.get('run_id')} · {_escape(label)}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
+    )
     for col in ("suite", "score", "n", "pass%", "P50", "P95", "P99", ">budget", "errors", "cached"):
         t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
     for name, s in summary["suites"].items():
@@ -257,9 +339,16 @@ def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str],
         over = lat.get("over_budget")
         style = "green" if s["score"] >= 90 else "yellow" if s["score"] >= 50 else "red"
         t.add_row(
-            name, f"[{style}]{s['score']:.1f}[/]", str(s["n"]), f"{s['pass_rate']:.1f}", _fmt_s(lat.get("p50")),
-            _fmt_s(lat.get("p95")), _fmt_s(lat.get("p99")), "—" if over is None else f"{100 * over:.1f}%",
-            f"[red]{s['errors']}[/]" if s["errors"] else "0", str(s.get("cached", 0)),
+            name,
+            f"[{style}]{s['score']:.1f}[/]",
+            str(s["n"]),
+            f"{s['pass_rate']:.1f}",
+            _fmt_s(lat.get("p50")),
+            _fmt_s(lat.get("p95")),
+            _fmt_s(lat.get("p99")),
+            "—" if over is None else f"{100 * over:.1f}%",
+            f"[red]{s['errors']}[/]" if s["errors"] else "0",
+            str(s.get("cached", 0)),
         )
     out.print(t)
     for name, s in summary["suites"].items():
@@ -276,15 +365,23 @@ def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str],
             out.print("  " + ", ".join(f"pass^{k} {v:.1f}" for k, v in s["pass_hat_k"].items()))
     cache = summary.get("cache") or {}
     if cache.get("hits"):
-        out.print(f"[dim]cache: {cache['hits']} of {cache['model_calls']} model calls answered from the cache "
-                  "(latency percentiles leave fully cached cases out)[/]")
+        out.print(
+            f"[dim]cache: {cache['hits']} of {cache['model_calls']} model calls answered from the cache "
+            "(latency percentiles leave fully cached cases out)[/]"
+        )
     if summary.get("reference_policy"):
-        out.print("[yellow]these are the scores of the oracle, the reference policy that reads each case's answer key — not of a model[/]")
+        out.print(
+            "[yellow]these are the scores of the oracle, the reference policy that reads each case's answer key — not of a model[/]"
+        )
     for name, why in skipped.items():
         err.print(f"[yellow]skipped {name}:[/] {why}")
     if not summary.get("complete"):
-        err.print(f"[yellow]incomplete run:[/] finish it with `harnessctl eval --resume {summary.get('run_id')}{where}`")
-    out.print(f"[dim]records, manifest and summary in {root}; HTML with `harnessctl report {summary.get('run_id')}{where}`[/]")
+        err.print(
+            f"[yellow]incomplete run:[/] finish it with `harnessctl eval --resume {summary.get('run_id')}{where}`"
+        )
+    out.print(
+        f"[dim]records, manifest and summary in {root}; HTML with `harnessctl report {summary.get('run_id')}{where}`[/]"
+    )
 
 
 @eval_app.command("build-suites")
@@ -292,7 +389,13 @@ def build_suites_cmd(
     suite: Annotated[str, typer.Option("--suite", "-s", help="Suites to rebuild: all or a comma list.")] = "all",
     harness: HarnessOpt = None,
     evals_dir: EvalsDirOpt = Path("evals"),
-    ifeval_prompts: Annotated[Optional[Path], typer.Option("--ifeval-prompts", help="Official IFEval prompts instead of generated ones: a local input_data.jsonl, or google/IFEval to fetch them with `datasets` (online only).")] = None,
+    ifeval_prompts: Annotated[
+        Path | None,
+        typer.Option(
+            "--ifeval-prompts",
+            help="Official IFEval prompts instead of generated ones: a local input_data.jsonl, or google/IFEval to fetch them with `datasets` (online only).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Rebuild the suite files in evals/ deterministically (same code and seeds, same bytes)."""
@@ -302,7 +405,11 @@ def build_suites_cmd(
     with _library_errors():
         with _progress("build", enabled=not as_json or err.is_terminal) as update:
             index = build_all(
-                evals_dir, harness_path=resolve_harness_path(harness), suites=names, ifeval_prompts=ifeval_prompts, progress=update
+                evals_dir,
+                harness_path=resolve_harness_path(harness),
+                suites=names,
+                ifeval_prompts=ifeval_prompts,
+                progress=update,
             )
     if as_json:
         print_json(index)
@@ -344,8 +451,14 @@ def runs(
         scores = ", ".join(f"{k} {v:.1f}" for k, v in r["scores"].items())
         done = "[green]yes[/]" if r["complete"] else f"[yellow]no ({r['results']}/{r['planned']})[/]"
         model = "oracle*" if r.get("model") == "oracle" else _escape(str(r.get("model")))
-        t.add_row(r["run_id"], model, scores or ", ".join(r["suites"]), f"{r['overall']:.1f}",
-                  f"[red]{r['errors']}[/]" if r["errors"] else "0", done)
+        t.add_row(
+            r["run_id"],
+            model,
+            scores or ", ".join(r["suites"]),
+            f"{r['overall']:.1f}",
+            f"[red]{r['errors']}[/]" if r["errors"] else "0",
+            done,
+        )
     out.print(t)
     if any(r.get("model") == "oracle" for r in rows):
         from harnessctl.eval.summary import ORACLE_LABEL
@@ -359,10 +472,15 @@ def runs(
 def compare(
     run_a: Annotated[str, typer.Argument(help="The baseline run (id or folder).")],
     run_b: Annotated[str, typer.Argument(help="The candidate run (id or folder).")],
-    threshold: Annotated[float, typer.Option("--threshold", help="A drop of more than this many points in a suite is a regression (exit 1).")] = 1.0,
+    threshold: Annotated[
+        float,
+        typer.Option("--threshold", help="A drop of more than this many points in a suite is a regression (exit 1)."),
+    ] = 1.0,
     runs_dir: RunsDirOpt = Path("runs"),
     show_flips: Annotated[int, typer.Option("--show-flips", help="Flipped cases listed per suite.")] = 10,
-    force: Annotated[bool, typer.Option("--force", help="Compare runs made on different suites versions anyway.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Compare runs made on different suites versions anyway.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare two runs: per-suite deltas with 95% bootstrap intervals and the cases that flipped.
@@ -376,8 +494,13 @@ def compare(
         if not force:
             check_suite_versions(a.manifest, b.manifest)
         cmp = compare_results(
-            a.results(), b.results(), threshold=threshold, run_a=a.run_id, run_b=b.run_id,
-            skipped_a=(a.summary() or {}).get("skipped"), skipped_b=(b.summary() or {}).get("skipped"),
+            a.results(),
+            b.results(),
+            threshold=threshold,
+            run_a=a.run_id,
+            run_b=b.run_id,
+            skipped_a=(a.summary() or {}).get("skipped"),
+            skipped_b=(b.summary() or {}).get("skipped"),
         )
     if as_json:
         print_json(cmp.to_dict())
@@ -393,7 +516,9 @@ def compare(
 def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
     t = Table(
         title=f"{cmp.run_b} (B) vs {cmp.run_a} (A) · threshold {threshold:g} points · scores and Δ on the cases both runs scored",
-        title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
     for col in ("suite", "shared", "A", "B", "Δ", "95% CI", "p→f", "f→p"):
         t.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
@@ -405,7 +530,11 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
             n = s.only_a or s.only_b
             why = s.skipped_b if s.present_in == "A" else s.skipped_a
             t.add_row(s.suite, f"[dim]{side} only[/]", "", "", "", "", "", "")
-            notes.append(f"{s.suite}: only run {side} has it ({n} cases); run {other} " + (f"skipped it: {why}" if why else "did not run it") + "; not compared")
+            notes.append(
+                f"{s.suite}: only run {side} has it ({n} cases); run {other} "
+                + (f"skipped it: {why}" if why else "did not run it")
+                + "; not compared"
+            )
             continue
         if not s.n_paired:
             t.add_row(s.suite, "[yellow]0[/]", "", "", "", "", "", "")
@@ -413,28 +542,52 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
             continue
         color = "red" if s.regression else "green" if d.value > 0 else "white"
         t.add_row(
-            f"[bold red]{s.suite} ✗[/]" if s.regression else s.suite, str(s.n_paired), f"{s.score_a:.1f}", f"{s.score_b:.1f}",
-            f"[{color}]{d.value:+.1f}[/]", f"[{d.low:+.1f}, {d.high:+.1f}]", str(len(s.pass_to_fail)), str(len(s.fail_to_pass)),
+            f"[bold red]{s.suite} ✗[/]" if s.regression else s.suite,
+            str(s.n_paired),
+            f"{s.score_a:.1f}",
+            f"{s.score_b:.1f}",
+            f"[{color}]{d.value:+.1f}[/]",
+            f"[{d.low:+.1f}, {d.high:+.1f}]",
+            str(len(s.pass_to_fail)),
+            str(len(s.fail_to_pass)),
         )
         if s.only_a or s.only_b:
-            notes.append(f"{s.suite}: compared on the {s.n_paired} shared cases; left out {s.only_a} only in A, {s.only_b} only in B")
+            notes.append(
+                f"{s.suite}: compared on the {s.n_paired} shared cases; left out {s.only_a} only in A, {s.only_b} only in B"
+            )
     out.print(t)
     for s in cmp.suites.values():
         if s.pass_to_fail:
-            out.print(f"[red]{s.suite} pass→fail:[/] " + ", ".join(s.pass_to_fail[:show_flips]) + (" …" if len(s.pass_to_fail) > show_flips else ""))
+            out.print(
+                f"[red]{s.suite} pass→fail:[/] "
+                + ", ".join(s.pass_to_fail[:show_flips])
+                + (" …" if len(s.pass_to_fail) > show_flips else "")
+            )
         if s.fail_to_pass:
-            out.print(f"[green]{s.suite} fail→pass:[/] " + ", ".join(s.fail_to_pass[:show_flips]) + (" …" if len(s.fail_to_pass) > show_flips else ""))
+            out.print(
+                f"[green]{s.suite} fail→pass:[/] "
+                + ", ".join(s.fail_to_pass[:show_flips])
+                + (" …" if len(s.fail_to_pass) > show_flips else "")
+            )
     for note in notes:
         out.print(f"[dim]{note}[/]")
 
 
 def report(
     run: Annotated[str, typer.Argument(help="The run (id or folder).")],
-    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: runs/<id>/report.html).")] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", "-o", help="HTML file to write (default: runs/<id>/report.html).")
+    ] = None,
     runs_dir: RunsDirOpt = Path("runs"),
-    max_details: Annotated[int, typer.Option("--max-details", help="Cases per suite with a full drill-down (failures first).")] = 200,
+    max_details: Annotated[
+        int, typer.Option("--max-details", help="Cases per suite with a full drill-down (failures first).")
+    ] = 200,
     diagnosis: Annotated[
-        bool, typer.Option("--diagnosis/--no-diagnosis", help="Include the diagnosis: failures clustered by kind, component and harness element.")
+        bool,
+        typer.Option(
+            "--diagnosis/--no-diagnosis",
+            help="Include the diagnosis: failures clustered by kind, component and harness element.",
+        ),
     ] = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -472,12 +625,21 @@ def report(
 
 @judge_app.command("calibrate")
 def judge_calibrate(
-    labels: Annotated[Path, typer.Option("--labels", help="Labels file (JSONL), e.g. evals/labels.jsonl.")] = Path("evals/labels.jsonl"),
-    judge: Annotated[Optional[str], typer.Option("--judge", help="Judge model: a litellm model string (default: $HARNESSCTL_JUDGE).")] = None,
+    labels: Annotated[Path, typer.Option("--labels", help="Labels file (JSONL), e.g. evals/labels.jsonl.")] = Path(
+        "evals/labels.jsonl"
+    ),
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="Judge model: a litellm model string (default: $HARNESSCTL_JUDGE).")
+    ] = None,
     api_base: ApiBaseOpt = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Judge calls in flight at once.")] = 4,
-    pairwise: Annotated[bool, typer.Option("--pairwise/--no-pairwise", help="Also measure position-swap consistency on pairs of the same case.")] = True,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="Use the first N labels only.")] = None,
+    pairwise: Annotated[
+        bool,
+        typer.Option(
+            "--pairwise/--no-pairwise", help="Also measure position-swap consistency on pairs of the same case."
+        ),
+    ] = True,
+    limit: Annotated[int | None, typer.Option("--limit", help="Use the first N labels only.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure the judge against labelled episodes: agreement, Cohen's kappa, TPR/TNR and
@@ -490,16 +652,22 @@ def judge_calibrate(
     spec = judge or os.environ.get("HARNESSCTL_JUDGE")
     with _library_errors():
         if not spec:
-            raise CLIError("no judge model: pass --judge MODEL (a litellm string, e.g. openai/gpt-4o-mini) or set HARNESSCTL_JUDGE")
+            raise CLIError(
+                "no judge model: pass --judge MODEL (a litellm string, e.g. openai/gpt-4o-mini) or set HARNESSCTL_JUDGE"
+            )
         if spec == "oracle" or spec.startswith("local:"):
-            raise CLIError(f"--judge {spec}: a judge must be a served model that can read and reason (a litellm model string)")
+            raise CLIError(
+                f"--judge {spec}: a judge must be a served model that can read and reason (a litellm model string)"
+            )
         if limit is not None and limit < 1:
             raise CLIError(f"--limit must be at least 1, got {limit}")
         if jobs < 1:
             raise CLIError(f"-j/--jobs must be at least 1, got {jobs}")
         rows = read_labels(labels)
         if not rows:
-            raise CLIError(f"{labels}: no labels in the file; label episodes with `harnessctl judge label RUN --out {labels}`")
+            raise CLIError(
+                f"{labels}: no labels in the file; label episodes with `harnessctl judge label RUN --out {labels}`"
+            )
         programmatic = sum("programmatic" in (getattr(r, "labeler", "") or "").lower() for r in rows)
         if programmatic:
             err.print(
@@ -515,7 +683,10 @@ def judge_calibrate(
     if as_json:
         print_json(rep.to_dict())
         return
-    t = Table(title=f"judge {rep.judge} vs {labels} ({rep.n} episodes: {rep.n_pass_labels} pass, {rep.n_fail_labels} fail)", title_justify="left")
+    t = Table(
+        title=f"judge {rep.judge} vs {labels} ({rep.n} episodes: {rep.n_pass_labels} pass, {rep.n_fail_labels} fail)",
+        title_justify="left",
+    )
     for col in ("metric", "value", "95% CI"):
         t.add_column(col, justify="left" if col == "metric" else "right")
 
@@ -541,7 +712,9 @@ def judge_calibrate(
 @judge_app.command("label")
 def judge_label(
     run: Annotated[str, typer.Argument(help="The run whose episodes to label (id or folder).")],
-    out_file: Annotated[Path, typer.Option("--out", "-o", help="Labels file to append to.")] = Path("evals/labels.jsonl"),
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="Labels file to append to.")] = Path(
+        "evals/labels.jsonl"
+    ),
     runs_dir: RunsDirOpt = Path("runs"),
     labeler: Annotated[str, typer.Option("--labeler", help="Your name or handle, stored with each label.")] = "",
     criteria: Annotated[bool, typer.Option("--criteria/--no-criteria", help="Also ask each rubric criterion.")] = False,
@@ -566,7 +739,13 @@ def judge_label(
     done = 0
     with cli_errors():
         for i, r in enumerate(todo, 1):
-            out.print(Panel(render_episode(r.record or {}), title=f"[{i}/{len(todo)}] {r.suite} · {r.case_id} · {r.intent}", expand=False))
+            out.print(
+                Panel(
+                    render_episode(r.record or {}),
+                    title=f"[{i}/{len(todo)}] {r.suite} · {r.case_id} · {r.intent}",
+                    expand=False,
+                )
+            )
             choice = Prompt.ask("verdict", choices=["p", "f", "s", "q"], console=out)
             if choice == "q":
                 break
@@ -577,6 +756,11 @@ def judge_label(
                 for c in RUBRIC:
                     crit[c.key] = Confirm.ask(f"  {c.key}?", default=choice == "p", console=out)
             reason = Prompt.ask("reason", default="", console=out)
-            append_label(out_file, label_from_result(store.run_id, r, "pass" if choice == "p" else "fail", reason, criteria=crit, labeler=who))
+            append_label(
+                out_file,
+                label_from_result(
+                    store.run_id, r, "pass" if choice == "p" else "fail", reason, criteria=crit, labeler=who
+                ),
+            )
             done += 1
     out.print(f"{done} labels written to {out_file}")

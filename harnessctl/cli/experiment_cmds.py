@@ -13,7 +13,9 @@ from rich.table import Table
 
 from .output import EXIT_INTERRUPTED, CLIError, cli_errors, err, out, print_json
 
-experiment_app = typer.Typer(help="Studies that train and compare models: the paper's table in miniature.", no_args_is_help=True)
+experiment_app = typer.Typer(
+    help="Studies that train and compare models: the paper's table in miniature.", no_args_is_help=True
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -22,12 +24,23 @@ def register(app: typer.Typer) -> None:
 
 
 def hat(
-    quick: Annotated[bool, typer.Option("--quick", help="Smaller everything, same arms (measured 34 minutes on 2 shared cores).")] = False,
-    ablations: Annotated[bool, typer.Option("--ablations", help="Add the arms HSA only at RL and HSA only at SFT.")] = False,
-    study_id: Annotated[str | None, typer.Option("--id", help="Study name: its folder under --out (default: quick or full).")] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Smaller everything, same arms (measured 34 minutes on 2 shared cores).")
+    ] = False,
+    ablations: Annotated[
+        bool, typer.Option("--ablations", help="Add the arms HSA only at RL and HSA only at SFT.")
+    ] = False,
+    study_id: Annotated[
+        str | None, typer.Option("--id", help="Study name: its folder under --out (default: quick or full).")
+    ] = None,
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder of studies.")] = Path("experiments"),
     seed: Annotated[int, typer.Option("--seed", help="Seed of data, initialisation, sampling and evaluation.")] = 0,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="A plan field (eval_limit=20) or a stage's config field (sft.max_steps=50); repeatable.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="A plan field (eval_limit=20) or a stage's config field (sft.max_steps=50); repeatable."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print results.json on stdout.")] = False,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT; every arm on
@@ -47,16 +60,24 @@ def hat(
         try:
             check_run_id(name)
         except RunError:
-            raise CLIError(f"--id {name!r}: use letters, digits, '.', '_' or '-' (it names a folder under --out)") from None
+            raise CLIError(
+                f"--id {name!r}: use letters, digits, '.', '_' or '-' (it names a folder under --out)"
+            ) from None
         try:
             plan = apply_overrides((quick_plan if quick else full_plan)(seed=seed, ablations=ablations), set_ or [])
         except PlanError as e:
             raise CLIError(str(e)) from None
         from harnessctl.experiment.runner import run_study
 
-        command = "harnessctl " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["experiment"] else "harnessctl experiment hat"
+        command = (
+            "harnessctl " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+            if sys.argv[1:2] == ["experiment"]
+            else "harnessctl experiment hat"
+        )
         try:
-            results = run_study(plan, out_dir / name, command=command, say=lambda m: err.print(f"[dim]{m}[/]"), progress=not as_json)
+            results = run_study(
+                plan, out_dir / name, command=command, say=lambda m: err.print(f"[dim]{m}[/]"), progress=not as_json
+            )
         except (StudyError, PlanError) as e:
             raise CLIError(str(e)) from None
         except StudyInterrupted as e:
@@ -69,7 +90,9 @@ def hat(
 
 
 def _print(results: dict, folder: Path) -> None:
-    table = Table(title=f"HAT study {results['id']} ({results['plan']['preset']}, {results['eval_cases']} cases per suite)")
+    table = Table(
+        title=f"HAT study {results['id']} ({results['plan']['preset']}, {results['eval_cases']} cases per suite)"
+    )
     for col in ("arm", "livestream", "variant", "v1", "v2", "robustness", "tool faults", "ifeval", "P95 s", "train s"):
         table.add_column(col, justify="left" if col == "arm" else "right")
 
@@ -79,9 +102,18 @@ def _print(results: dict, folder: Path) -> None:
     for arm in results["arms"]:
         m, c = arm["metrics"], arm["compute"]
         s, sl = m["scores"], m["slices"]
-        table.add_row(arm["name"], n(s.get("livestream")), n(s.get("variant")), n(sl.get("history_v1")), n(sl.get("history_v2")),
-                      n(s.get("robustness")), n(sl.get("tool_faults")), n(s.get("ifeval")), n(m["latency"].get("p95_s")),
-                      f"{c.get('train_s', 0):.0f}")
+        table.add_row(
+            arm["name"],
+            n(s.get("livestream")),
+            n(s.get("variant")),
+            n(sl.get("history_v1")),
+            n(sl.get("history_v2")),
+            n(s.get("robustness")),
+            n(sl.get("tool_faults")),
+            n(s.get("ifeval")),
+            n(m["latency"].get("p95_s")),
+            f"{c.get('train_s', 0):.0f}",
+        )
     table.add_row("[dim]paper hat[/]", "94.8", "94.6", "", "", "", "", "83.5", "", "")
     table.add_row("[dim]paper fixed-sft[/]", "", "", "", "", "", "", "73.8", "", "")
     out.print(table)

@@ -29,13 +29,22 @@ from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, out, print_json
 
 RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds run folders.")]
 EvalsDirOpt = Annotated[Path, typer.Option("--evals-dir", help="Folder that holds the suite files.")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="The deployed model: oracle, local:<path> or a litellm string (openai/<name>).")]
-ApiBaseOpt = Annotated[str | None, typer.Option("--api-base", help="Endpoint of a served model, e.g. http://127.0.0.1:8000/v1.")]
-SuiteOpt = Annotated[str, typer.Option("--suite", "-s", help="Standard suites, a comma list of livestream, variant, robustness.")]
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="The deployed model: oracle, local:<path> or a litellm string (openai/<name>)."),
+]
+ApiBaseOpt = Annotated[
+    str | None, typer.Option("--api-base", help="Endpoint of a served model, e.g. http://127.0.0.1:8000/v1.")
+]
+SuiteOpt = Annotated[
+    str, typer.Option("--suite", "-s", help="Standard suites, a comma list of livestream, variant, robustness.")
+]
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, help="Cases per standard suite (an evenly spread sample).")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Cases in flight at once.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model-call cache.")]
-ThresholdOpt = Annotated[float, typer.Option("--threshold", help="A suite that drops more than this many points is a regression.")]
+ThresholdOpt = Annotated[
+    float, typer.Option("--threshold", help="A suite that drops more than this many points is a regression.")
+]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per model turn.")]
 
 bench_app = typer.Typer(help="Benchmarks against served models.", no_args_is_help=True)
@@ -112,7 +121,9 @@ def diagnose(
     runs_dir: RunsDirOpt = Path("runs"),
     top: Annotated[int, typer.Option("--top", min=1, help="Clusters shown.")] = 10,
     examples: Annotated[int, typer.Option("--examples", min=0, help="Example cases kept per cluster.")] = 3,
-    report: Annotated[bool, typer.Option("--report", help="Also write the run's HTML report with a diagnosis section.")] = False,
+    report: Annotated[
+        bool, typer.Option("--report", help="Also write the run's HTML report with a diagnosis section.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Cluster a run's failures by kind, score component and harness element, ranked by impact."""
@@ -134,12 +145,26 @@ def diagnose(
         out.print("[green]no failures[/]")
         return
     table = Table(title="failure clusters, by impact (score lost)", title_justify="left")
-    for col, kw in (("#", {"justify": "right"}), ("kind", {}), ("component", {}), ("element", {"style": "cyan"}),
-                    ("cases", {"justify": "right"}), ("impact", {"justify": "right"}), ("confused with", {})):
+    for col, kw in (
+        ("#", {"justify": "right"}),
+        ("kind", {}),
+        ("component", {}),
+        ("element", {"style": "cyan"}),
+        ("cases", {"justify": "right"}),
+        ("impact", {"justify": "right"}),
+        ("confused with", {}),
+    ):
         table.add_column(col, overflow="fold", **kw)
     for i, c in enumerate(d.clusters[:top], 1):
-        table.add_row(str(i), c.kind, c.component, c.element, str(c.cases), f"{c.impact:.2f}",
-                      ", ".join(f"{k} ({v})" for k, v in list(c.others.items())[:2]))
+        table.add_row(
+            str(i),
+            c.kind,
+            c.component,
+            c.element,
+            str(c.cases),
+            f"{c.impact:.2f}",
+            ", ".join(f"{k} ({v})" for k, v in list(c.others.items())[:2]),
+        )
     out.print(table)
     for i, c in enumerate(d.clusters[: min(3, top)], 1):
         for e in c.examples[:1]:
@@ -158,11 +183,22 @@ def edit(
     run: Annotated[str, typer.Argument(help="The failing run to work from (id or folder).")],
     harness: HarnessOpt = None,
     runs_dir: RunsDirOpt = Path("runs"),
-    proposer: Annotated[str | None, typer.Option("--proposer", help="An LLM (litellm string) that proposes edits too, given the diagnosis and the harness.")] = None,
-    proposer_api_base: Annotated[str | None, typer.Option("--proposer-api-base", help="Endpoint of the proposer when it is served locally.")] = None,
-    pick: Annotated[int | None, typer.Option("--pick", min=1, help="The proposal to apply (its number). Default: the first.")] = None,
+    proposer: Annotated[
+        str | None,
+        typer.Option(
+            "--proposer", help="An LLM (litellm string) that proposes edits too, given the diagnosis and the harness."
+        ),
+    ] = None,
+    proposer_api_base: Annotated[
+        str | None, typer.Option("--proposer-api-base", help="Endpoint of the proposer when it is served locally.")
+    ] = None,
+    pick: Annotated[
+        int | None, typer.Option("--pick", min=1, help="The proposal to apply (its number). Default: the first.")
+    ] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Apply the picked proposal without asking.")] = False,
-    branch: Annotated[str | None, typer.Option("--branch", help="Branch to commit the edit on (default: harness-edit/<title>).")] = None,
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Branch to commit the edit on (default: harness-edit/<title>).")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Most proposals shown.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
@@ -192,9 +228,15 @@ def edit(
             raise CLIError(f"--pick {pick}: there are {len(proposals)} proposal(s)")
     chosen = proposals[(pick or 1) - 1] if proposals else None
     if not as_json:
-        out.print(f"[bold]run {d.run_id}[/]: {d.n_failed} failed cases, {len(d.clusters)} clusters → {len(proposals)} proposal(s)")
+        out.print(
+            f"[bold]run {d.run_id}[/]: {d.n_failed} failed cases, {len(d.clusters)} clusters → {len(proposals)} proposal(s)"
+        )
         for p in proposals:
-            out.print(Text.assemble((f"\n{p.id} ", "bold"), (p.title, "bold cyan"), (f"  [{p.source}, impact {p.impact:.2f}]", "dim")))
+            out.print(
+                Text.assemble(
+                    (f"\n{p.id} ", "bold"), (p.title, "bold cyan"), (f"  [{p.source}, impact {p.impact:.2f}]", "dim")
+                )
+            )
             out.print(Text(f"   why: {p.rationale}", style="dim"))
             out.print(Text(f"   targets: {', '.join(p.targets)}", style="dim"))
             hd = proposal_diff(p)
@@ -203,19 +245,33 @@ def edit(
         for p in rejected:
             out.print(Text(f"rejected ({p.source}): {p.title}: {'; '.join(p.issues)}", style="yellow"))
     applied = None
-    if chosen is not None and (apply or (not as_json and sys.stdin.isatty() and typer.confirm(f"apply {chosen.id} ({chosen.title})?", default=False))):
+    if chosen is not None and (
+        apply
+        or (not as_json and sys.stdin.isatty() and typer.confirm(f"apply {chosen.id} ({chosen.title})?", default=False))
+    ):
         with _errors():
             applied = commit_edit(
-                folder, apply_edit(current, chosen.ops), branch=branch or branch_name(f"harness-edit/{chosen.title}"),
+                folder,
+                apply_edit(current, chosen.ops),
+                branch=branch or branch_name(f"harness-edit/{chosen.title}"),
                 message=f"{current.name}: {chosen.title}\n\n{chosen.rationale}\nTargets: {', '.join(chosen.targets)}",
             )
     if as_json:
-        print_json({"run": d.run_id, "proposals": [p.to_dict() for p in proposals], "rejected": [p.to_dict() for p in rejected],
-                    "applied": applied.to_dict() if applied else None, "picked": chosen.id if applied and chosen else None})
+        print_json(
+            {
+                "run": d.run_id,
+                "proposals": [p.to_dict() for p in proposals],
+                "rejected": [p.to_dict() for p in rejected],
+                "applied": applied.to_dict() if applied else None,
+                "picked": chosen.id if applied and chosen else None,
+            }
+        )
         return
     if applied:
-        out.print(f"[green]applied {chosen.id if chosen else ''}[/] on branch [bold]{applied.branch}[/] (commit {applied.commit[:7]}, "
-                  f"{len(applied.files)} file(s)); gate it with `harnessctl release vN --gate --model ...`")
+        out.print(
+            f"[green]applied {chosen.id if chosen else ''}[/] on branch [bold]{applied.branch}[/] (commit {applied.commit[:7]}, "
+            f"{len(applied.files)} file(s)); gate it with `harnessctl release vN --gate --model ...`"
+        )
     elif proposals:
         out.print("[dim]nothing applied: pass --apply (and --pick N) to commit one on a branch[/]")
 
@@ -231,10 +287,16 @@ def loop(
     suite: SuiteOpt = "livestream,robustness",
     limit: LimitOpt = 6,
     threshold: ThresholdOpt = 1.0,
-    proposer: Annotated[str | None, typer.Option("--proposer", help="An LLM (litellm string) proposing edits beside the rules.")] = None,
-    proposer_api_base: Annotated[str | None, typer.Option("--proposer-api-base", help="Endpoint of the proposer when it is served locally.")] = None,
+    proposer: Annotated[
+        str | None, typer.Option("--proposer", help="An LLM (litellm string) proposing edits beside the rules.")
+    ] = None,
+    proposer_api_base: Annotated[
+        str | None, typer.Option("--proposer-api-base", help="Endpoint of the proposer when it is served locally.")
+    ] = None,
     loop_id: Annotated[str | None, typer.Option("--loop-id", help="Name the loop; an existing one resumes.")] = None,
-    resume: Annotated[str | None, typer.Option("--resume", help="Resume the loop with this id, with its own settings.")] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Resume the loop with this id, with its own settings.")
+    ] = None,
     loops_dir: Annotated[Path, typer.Option("--loops-dir", help="Folder that holds loop folders.")] = Path("loops"),
     evals_dir: EvalsDirOpt = Path("evals"),
     jobs: JobsOpt = 2,
@@ -258,45 +320,84 @@ def loop(
             loop_id = resume
         else:
             config = LoopConfig(
-                model=model, harness_dir=str(resolve_harness_path(harness)), budget=budget, api_base=api_base, suites=_suites(suite),
-                limit=limit, threshold=threshold, proposer=proposer, proposer_api_base=proposer_api_base, jobs=jobs, evals_dir=str(evals_dir), loops_dir=str(loops_dir),
-                cache=not no_cache, max_tokens=max_tokens,
+                model=model,
+                harness_dir=str(resolve_harness_path(harness)),
+                budget=budget,
+                api_base=api_base,
+                suites=_suites(suite),
+                limit=limit,
+                threshold=threshold,
+                proposer=proposer,
+                proposer_api_base=proposer_api_base,
+                jobs=jobs,
+                evals_dir=str(evals_dir),
+                loops_dir=str(loops_dir),
+                cache=not no_cache,
+                max_tokens=max_tokens,
             )
             loop_id = loop_id or new_loop_id()
         started = time.perf_counter()
 
         def on_step(name: str, data: dict[str, Any]) -> None:
             if not as_json:
-                err.print(f"[dim]{time.perf_counter() - started:7.1f}s[/] {name}" + (f": {data.get('reason')}" if "reason" in data else ""))
+                err.print(
+                    f"[dim]{time.perf_counter() - started:7.1f}s[/] {name}"
+                    + (f": {data.get('reason')}" if "reason" in data else "")
+                )
 
         with _progress(not as_json) as progress:
             try:
                 result = run_loop(config, loop_id=loop_id, progress=progress, on_step=on_step)
             except KeyboardInterrupt:
-                raise CLIError(f"interrupted; resume with `harnessctl loop --model {config.model} --resume {loop_id} --loops-dir {loops_dir}`", code=130) from None
+                raise CLIError(
+                    f"interrupted; resume with `harnessctl loop --model {config.model} --resume {loop_id} --loops-dir {loops_dir}`",
+                    code=130,
+                ) from None
         applied = None
         if apply and result.kept:
             from harnessctl.harness import load_harness
             from harnessctl.loop.apply import commit_edit
 
             applied = commit_edit(
-                config.harness_dir, load_harness(result.best_harness), branch=f"harness-loop/{result.loop_id}",
+                config.harness_dir,
+                load_harness(result.best_harness),
+                branch=f"harness-loop/{result.loop_id}",
                 message=f"loop {result.loop_id}: " + "; ".join(r["proposal"] for r in result.kept),
             )
     if as_json:
         print_json(result.to_dict() | {"applied": applied.to_dict() if applied else None})
         return
     table = Table(title=f"loop {result.loop_id} — {result.stopped}", title_justify="left")
-    for col in ("cand.", "edit", "targeted failures", "slice before→after", *[f"{s} before→after" for s in result.baseline], "kept"):
+    for col in (
+        "cand.",
+        "edit",
+        "targeted failures",
+        "slice before→after",
+        *[f"{s} before→after" for s in result.baseline],
+        "kept",
+    ):
         table.add_column(col, overflow="fold")
     for row in result.rows:
         sl = row["slice"]
-        cells = [f"{row['before'].get(s, 0):.1f}→{row['after'][s]:.1f}" if row["after"] else "—" for s in result.baseline]
-        table.add_row(row["candidate"], row["proposal"], ", ".join(row["targets"]), f"{sl['score_before']:.1f}→{sl['score_after']:.1f}",
-                      *cells, "[green]yes[/]" if row["kept"] else f"[red]no[/] ({row['reason']})")
+        cells = [
+            f"{row['before'].get(s, 0):.1f}→{row['after'][s]:.1f}" if row["after"] else "—" for s in result.baseline
+        ]
+        table.add_row(
+            row["candidate"],
+            row["proposal"],
+            ", ".join(row["targets"]),
+            f"{sl['score_before']:.1f}→{sl['score_after']:.1f}",
+            *cells,
+            "[green]yes[/]" if row["kept"] else f"[red]no[/] ({row['reason']})",
+        )
     out.print(table)
-    out.print("baseline " + ", ".join(f"{s} {v:.1f}" for s, v in result.baseline.items()) + " → final "
-              + ", ".join(f"{s} {v:.1f}" for s, v in result.final.items()) + f"; best harness in {result.best_harness}")
+    out.print(
+        "baseline "
+        + ", ".join(f"{s} {v:.1f}" for s, v in result.baseline.items())
+        + " → final "
+        + ", ".join(f"{s} {v:.1f}" for s, v in result.final.items())
+        + f"; best harness in {result.best_harness}"
+    )
     if applied:
         out.print(f"[green]committed[/] on branch [bold]{applied.branch}[/] ({applied.commit[:7]})")
 
@@ -306,18 +407,30 @@ def loop(
 
 def release(
     version: Annotated[str, typer.Argument(help="The version to release, e.g. v4.")],
-    gate: Annotated[bool, typer.Option("--gate/--no-gate", help="Evaluate before releasing (the evolution suite, the standard suites, latency).")] = True,
+    gate: Annotated[
+        bool,
+        typer.Option(
+            "--gate/--no-gate", help="Evaluate before releasing (the evolution suite, the standard suites, latency)."
+        ),
+    ] = True,
     model: Annotated[str | None, typer.Option("--model", "-m", help="The deployed model (needed with --gate).")] = None,
     harness: HarnessOpt = None,
     api_base: ApiBaseOpt = None,
-    production: Annotated[str | None, typer.Option("--production", help="Compare against this version or revision instead of the production ref.")] = None,
+    production: Annotated[
+        str | None,
+        typer.Option("--production", help="Compare against this version or revision instead of the production ref."),
+    ] = None,
     suite: SuiteOpt = "livestream,robustness",
     limit: LimitOpt = 6,
     per_element: Annotated[int, typer.Option("--per-element", min=1, help="Evolution cases per changed element.")] = 3,
     threshold: ThresholdOpt = 1.0,
-    latency_budget: Annotated[str, typer.Option("--latency-budget", help="P95 reply latency budget, e.g. 15s.")] = "15s",
+    latency_budget: Annotated[
+        str, typer.Option("--latency-budget", help="P95 reply latency budget, e.g. 15s.")
+    ] = "15s",
     message: Annotated[str, typer.Option("--message", "-M", help="Tag message.")] = "",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run the gate only: no tag, no pointer, no note (for pull requests).")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Run the gate only: no tag, no pointer, no note (for pull requests).")
+    ] = False,
     notes_dir: Annotated[Path, typer.Option("--notes-dir", help="Folder for release notes.")] = Path("releases"),
     runs_dir: RunsDirOpt = Path("runs"),
     evals_dir: EvalsDirOpt = Path("evals"),
@@ -338,13 +451,29 @@ def release(
             if not model:
                 raise CLIError("--gate needs --model: the deployed model the gate evaluates (or pass --no-gate)")
             cfg = GateConfig(
-                model=model, api_base=api_base, suites=_suites(suite), limit=limit, per_element=per_element, threshold=threshold,
-                latency_budget_s=_duration(latency_budget, "--latency-budget"), jobs=jobs, runs_dir=str(runs_dir),
-                evals_dir=str(evals_dir), cache=not no_cache, max_tokens=max_tokens,
+                model=model,
+                api_base=api_base,
+                suites=_suites(suite),
+                limit=limit,
+                per_element=per_element,
+                threshold=threshold,
+                latency_budget_s=_duration(latency_budget, "--latency-budget"),
+                jobs=jobs,
+                runs_dir=str(runs_dir),
+                evals_dir=str(evals_dir),
+                cache=not no_cache,
+                max_tokens=max_tokens,
             )
         with _progress(not as_json and gate) as progress:
             result = do_release(
-                folder, version, gate=cfg, production=production, message=message, notes_dir=notes_dir, progress=progress, dry_run=dry_run,
+                folder,
+                version,
+                gate=cfg,
+                production=production,
+                message=message,
+                notes_dir=notes_dir,
+                progress=progress,
+                dry_run=dry_run,
             )
     if as_json:
         print_json(result.to_dict())
@@ -368,22 +497,40 @@ def _print_release(r: Any) -> None:
             table.add_column(col, justify="right" if col not in ("suite",) else "left")
         for s, d in r.comparison["suites"].items():
             style = "red" if d["regression"] else ""
-            table.add_row(s, f"{d['score_a']:.1f}", f"{d['score_b']:.1f}", Text(f"{d['delta']['value']:+.1f}", style=style), str(d["n_paired"]), str(len(d["pass_to_fail"])))
+            table.add_row(
+                s,
+                f"{d['score_a']:.1f}",
+                f"{d['score_b']:.1f}",
+                Text(f"{d['delta']['value']:+.1f}", style=style),
+                str(d["n_paired"]),
+                str(len(d["pass_to_fail"])),
+            )
         out.print(table)
     if r.latency:
         lat = r.latency
-        out.print(f"latency per reply: P50 {lat['p50']:.2f}s · P95 {lat['p95']:.2f}s · P99 {lat['p99']:.2f}s (budget {lat['budget_s']:g}s)")
+        out.print(
+            f"latency per reply: P50 {lat['p50']:.2f}s · P95 {lat['p95']:.2f}s · P99 {lat['p99']:.2f}s (budget {lat['budget_s']:g}s)"
+        )
     if not r.passed:
-        out.print(f"[bold red]release {r.version} refused[/]: " + "; ".join(r.reasons) + " — nothing was tagged or moved")
+        out.print(
+            f"[bold red]release {r.version} refused[/]: " + "; ".join(r.reasons) + " — nothing was tagged or moved"
+        )
         return
     if r.dry_run:
         out.print(f"[bold green]gate passed[/] for {r.version} (dry run: nothing tagged or moved)")
         return
-    out.print(f"[bold green]released {r.version}[/] (tag {r.tag}, commit {str(r.tagged_commit)[:7]}); {r.pointer} → {r.version}; note: {r.note}")
+    out.print(
+        f"[bold green]released {r.version}[/] (tag {r.tag}, commit {str(r.tagged_commit)[:7]}); {r.pointer} → {r.version}; note: {r.note}"
+    )
 
 
 def rollback(
-    to: Annotated[str | None, typer.Option("--to", help="Version or revision to put in production (default: where it was before the last release).")] = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to", help="Version or revision to put in production (default: where it was before the last release)."
+        ),
+    ] = None,
     harness: HarnessOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -405,15 +552,27 @@ def rollback(
 def bench_latency_cmd(
     model: ModelOpt,
     api_base: ApiBaseOpt = None,
-    concurrency: Annotated[str, typer.Option("--concurrency", "-c", help="Requests in flight, a comma list, e.g. 1,4,16.")] = "1,4,16",
-    requests: Annotated[int | None, typer.Option("--requests", "-n", min=1, help="Requests per concurrency level (default max(2c, 8)).")] = None,
+    concurrency: Annotated[
+        str, typer.Option("--concurrency", "-c", help="Requests in flight, a comma list, e.g. 1,4,16.")
+    ] = "1,4,16",
+    requests: Annotated[
+        int | None, typer.Option("--requests", "-n", min=1, help="Requests per concurrency level (default max(2c, 8)).")
+    ] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens per reply.")] = 128,
+    temperature: Annotated[
+        float, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature (latency depends on it).")
+    ] = 0.0,
+    seed: Annotated[int | None, typer.Option("--seed", help="Sampling seed sent with each request.")] = None,
     latency_budget: Annotated[str, typer.Option("--latency-budget", help="Reply latency budget, e.g. 15s.")] = "15s",
     harness: HarnessOpt = None,
     evals_dir: EvalsDirOpt = Path("evals"),
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the endpoint's API key.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Environment variable holding the endpoint's API key.")
+    ] = None,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Do not stream (no time to first token).")] = False,
-    html: Annotated[Path | None, typer.Option("--html", help="Also write the results as a self-contained HTML page.")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the results as a self-contained HTML page.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Per-reply latency against a served model: P50/P95/P99, time to first token, tokens/s,
@@ -434,8 +593,18 @@ def bench_latency_cmd(
         reqs = bench_requests(resolve_harness_path(harness), evals_dir, n=32)
         with _progress(not as_json) as progress:
             result = bench_latency(
-                model, api_base=api_base, api_key=key, concurrency=levels, requests=reqs, per_level=requests, budget_s=budget,
-                max_tokens=max_tokens, stream=not no_stream, progress=progress,
+                model,
+                api_base=api_base,
+                api_key=key,
+                concurrency=levels,
+                requests=reqs,
+                per_level=requests,
+                budget_s=budget,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                stream=not no_stream,
+                progress=progress,
             )
         if html:
             html.parent.mkdir(parents=True, exist_ok=True)
@@ -445,13 +614,31 @@ def bench_latency_cmd(
         print_json(result.to_dict() | {"over_budget_at": missed})
     else:
         table = Table(title=f"latency — {model}", title_justify="left")
-        for col in ("concurrency", "n", "errors", "P50 s", "P95 s", "P99 s", "TTFT P50 s", "tokens/s", "over budget", "req/s"):
+        for col in (
+            "concurrency",
+            "n",
+            "errors",
+            "P50 s",
+            "P95 s",
+            "P99 s",
+            "TTFT P50 s",
+            "tokens/s",
+            "over budget",
+            "req/s",
+        ):
             table.add_column(col, justify="right")
         for lv in result.levels:
             table.add_row(
-                str(lv.concurrency), str(lv.n), str(lv.errors), f"{lv.p50:.3f}", f"{lv.p95:.3f}", f"{lv.p99:.3f}",
-                "—" if lv.ttft_p50 is None else f"{lv.ttft_p50:.3f}", "—" if lv.tokens_per_s is None else f"{lv.tokens_per_s:.1f}",
-                f"{100 * lv.over_budget:.1f}%", f"{lv.throughput_rps:.2f}",
+                str(lv.concurrency),
+                str(lv.n),
+                str(lv.errors),
+                f"{lv.p50:.3f}",
+                f"{lv.p95:.3f}",
+                f"{lv.p99:.3f}",
+                "—" if lv.ttft_p50 is None else f"{lv.ttft_p50:.3f}",
+                "—" if lv.tokens_per_s is None else f"{lv.tokens_per_s:.1f}",
+                f"{100 * lv.over_budget:.1f}%",
+                f"{lv.throughput_rps:.2f}",
             )
         out.print(table)
         if result.note:

@@ -36,6 +36,7 @@ def _root(
 ) -> None:
     """Manage, evaluate and train LLM agents whose harness evolves every week."""
 
+
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = (
     "harnessctl.cli.validate_cmds",  # init, validate

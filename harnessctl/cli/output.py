@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -53,17 +54,21 @@ def cli_errors() -> Iterator[None]:
     except HarnessError as e:
         for issue in e.issues:
             err.print(f"[red]{_escape(str(issue))}[/]")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     except CLIError as e:
         fail(_escape(str(e)), e.code)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except OSError as e:
         if e.filename is None:
             raise
         # A folder that cannot be written, a path that is a file, a full disk: name the path.
-        what = "permission denied: choose a folder you can write to" if isinstance(e, PermissionError) else (e.strerror or str(e))
+        what = (
+            "permission denied: choose a folder you can write to"
+            if isinstance(e, PermissionError)
+            else (e.strerror or str(e))
+        )
         fail(_escape(f"{e.filename}: {what}"))
 
 

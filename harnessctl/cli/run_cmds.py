@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
@@ -21,8 +21,17 @@ from rich.table import Table
 from rich.text import Text
 
 from .common import (
-    ApiBaseOpt, ApiKeyEnvOpt, CaseTimeoutOpt, HarnessOpt, JsonOpt, MaxTokensOpt, ModelOpt, RetriesOpt, TemperatureOpt,
-    choose_model, resolve_harness_path,
+    ApiBaseOpt,
+    ApiKeyEnvOpt,
+    CaseTimeoutOpt,
+    HarnessOpt,
+    JsonOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    RetriesOpt,
+    TemperatureOpt,
+    choose_model,
+    resolve_harness_path,
 )
 from .output import CLIError, cli_errors, err, out, print_json
 
@@ -41,7 +50,9 @@ def register(app: typer.Typer) -> None:
 
 def run(
     query: Annotated[str, typer.Option("--query", "-q", help="The viewer's message.")],
-    product: Annotated[Optional[str], typer.Option("--product", "-p", help="Catalog id of the product on screen, e.g. P001.")] = None,
+    product: Annotated[
+        str | None, typer.Option("--product", "-p", help="Catalog id of the product on screen, e.g. P001.")
+    ] = None,
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     api_key_env: ApiKeyEnvOpt = None,
@@ -67,8 +78,17 @@ def run(
         except ValueError as e:
             raise CLIError(f"--case-timeout: {e}") from None
         settings = GenerationSettings(temperature=temperature, max_tokens=max_tokens, seed=seed, timeout_s=timeout_s)
-        backend = _call(resolve_model, spec=spec, api_base=api_base, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=retries)
-        turn = _call(live_turn, query=query, product_id=product, harness_path=path, model=backend, seed=seed, settings=settings)
+        backend = _call(
+            resolve_model,
+            spec=spec,
+            api_base=api_base,
+            api_key_env=api_key_env,
+            timeout_s=timeout_s,
+            max_retries=retries,
+        )
+        turn = _call(
+            live_turn, query=query, product_id=product, harness_path=path, model=backend, seed=seed, settings=settings
+        )
     if as_json:
         print_json(turn.to_dict())
     else:
@@ -108,13 +128,19 @@ def _escape(text: str) -> str:
 def _print_turn(turn: Any) -> None:
     record, score = turn.record, turn.score
     head = Text("model ", style="dim").append(record.model, style="bold cyan")
-    head.append("  harness ", style="dim").append(f"{record.harness} {record.harness_version or ''}".strip(), style="bold")
+    head.append("  harness ", style="dim").append(
+        f"{record.harness} {record.harness_version or ''}".strip(), style="bold"
+    )
     head.append("  case ", style="dim").append(turn.case.id).append(f" ({turn.case.intent})", style="dim")
     out.print(head)
     out.print(Text("viewer: ", style="bold magenta").append(turn.case.query))
     if turn.case.context.product_id:
         out.print(Text("on screen: ", style="dim").append(turn.case.context.product_id))
-    out.print(Text("skill loaded: ", style="bold").append(", ".join(record.skills_loaded) or "none", style="green" if record.skills_loaded else "red"))
+    out.print(
+        Text("skill loaded: ", style="bold").append(
+            ", ".join(record.skills_loaded) or "none", style="green" if record.skills_loaded else "red"
+        )
+    )
 
     if record.tool_steps:
         out.print(Text("tool calls", style="bold"))
@@ -136,7 +162,13 @@ def _print_turn(turn: Any) -> None:
 
     for m in record.model_steps:
         for problem in [*(m.parse_errors or []), *([m.error] if m.error else [])]:
-            out.print(Text(f"model turn {m.turn}: ", style="yellow").append(problem), soft_wrap=False, no_wrap=True, overflow="ellipsis", crop=True)
+            out.print(
+                Text(f"model turn {m.turn}: ", style="yellow").append(problem),
+                soft_wrap=False,
+                no_wrap=True,
+                overflow="ellipsis",
+                crop=True,
+            )
 
     reply = Text(record.reply or "(no reply)", style="bold" if record.reply else "red")
     out.print(Panel(reply, title="reply", title_align="left", expand=False), soft_wrap=False)
@@ -157,8 +189,12 @@ def _print_turn(turn: Any) -> None:
     model_s = sum(m.latency_s for m in record.model_steps)
     tools_s = sum(s.latency_s for s in record.tool_steps)
     out.print(
-        Text("latency ", style="dim").append(f"{record.latency_s * 1000:.0f} ms", style="bold")
-        .append(f"  (model {model_s * 1000:.0f} ms over {len(record.model_steps)} turns, tools {tools_s * 1000:.0f} ms)", style="dim")
+        Text("latency ", style="dim")
+        .append(f"{record.latency_s * 1000:.0f} ms", style="bold")
+        .append(
+            f"  (model {model_s * 1000:.0f} ms over {len(record.model_steps)} turns, tools {tools_s * 1000:.0f} ms)",
+            style="dim",
+        )
     )
 
 
@@ -203,13 +239,27 @@ def _log_to_stderr() -> None:
 def serve(
     model: Annotated[
         str | None,
-        typer.Argument(help="local:<path>, a model folder, or (with vLLM) a model id. Default: as for `eval` (the oracle cannot be served)."),
+        typer.Argument(
+            help="local:<path>, a model folder, or (with vLLM) a model id. Default: as for `eval` (the oracle cannot be served)."
+        ),
     ] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on. Loopback by default; anything else exposes the model to the network.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to listen on. Loopback by default; anything else exposes the model to the network."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free port).")] = 8000,
-    name: Annotated[Optional[str], typer.Option("--name", help="Model name clients ask for (default: the folder name).")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Require clients to send the key held in this environment variable.")] = None,
-    embedded: Annotated[bool, typer.Option("--embedded", help="Use the embedded server even when vLLM could run.")] = False,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Model name clients ask for (default: the folder name).")
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option("--api-key-env", help="Require clients to send the key held in this environment variable."),
+    ] = None,
+    embedded: Annotated[
+        bool, typer.Option("--embedded", help="Use the embedded server even when vLLM could run.")
+    ] = False,
 ) -> None:
     """Serve a model over the OpenAI chat-completions API (vLLM on a GPU, else embedded)."""
     from harnessctl.models import server as srv
@@ -218,10 +268,15 @@ def serve(
         api_key = _api_key(api_key_env)
         spec = _serve_spec(model) if model else choose_model(None)
         if spec == "oracle":
-            raise CLIError("the oracle answers known cases only (it reads the case, not the request), so it cannot be served; serve a model folder"
-                           + ("" if model else " (no MODEL given and no trained or shipped model found)"))
+            raise CLIError(
+                "the oracle answers known cases only (it reads the case, not the request), so it cannot be served; serve a model folder"
+                + ("" if model else " (no MODEL given and no trained or shipped model found)")
+            )
         if not _is_loopback(host):
-            err.print(f"[yellow]warning:[/] listening on {host}: the model is reachable from the network" + ("" if api_key else "; consider --api-key-env"))
+            err.print(
+                f"[yellow]warning:[/] listening on {host}: the model is reachable from the network"
+                + ("" if api_key else "; consider --api-key-env")
+            )
         if not embedded and srv.vllm_available():
             err.print(f"[dim]exec: {' '.join(srv.vllm_command(spec, host=host, port=port, served_name=name))}[/]")
             srv.exec_vllm(spec, host=host, port=port, served_name=name, api_key=api_key)
@@ -235,9 +290,15 @@ def serve(
         out.print(
             Panel(
                 Text.assemble(
-                    ("serving ", "dim"), (server.model_name, "bold cyan"), (" at ", "dim"), (server.url, "bold"), "\n",
-                    ("use it with: ", "dim"), f"--model openai/{server.model_name} --api-base {server.url}",
-                    ("" if not api_key else f" --api-key-env {api_key_env}"), "\n",
+                    ("serving ", "dim"),
+                    (server.model_name, "bold cyan"),
+                    (" at ", "dim"),
+                    (server.url, "bold"),
+                    "\n",
+                    ("use it with: ", "dim"),
+                    f"--model openai/{server.model_name} --api-base {server.url}",
+                    ("" if not api_key else f" --api-key-env {api_key_env}"),
+                    "\n",
                     ("embedded server (no vLLM/GPU here); Ctrl-C stops it", "dim"),
                 ),
                 expand=False,
@@ -292,18 +353,30 @@ def _is_loopback(host: str) -> bool:
 
 
 def model_init(
-    out_dir: Annotated[Optional[Path], typer.Option("--out", "-o", help="Folder to create. Default: .harnessctl/models/tiny")] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Folder to create. Default: .harnessctl/models/tiny")
+    ] = None,
     harness: HarnessOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the corpus and the random weights.")] = 0,
-    vocab_size: Annotated[int, typer.Option("--vocab-size", min=1, help="Largest BPE vocabulary (the corpus may yield fewer tokens).")] = 4096,
+    vocab_size: Annotated[
+        int, typer.Option("--vocab-size", min=1, help="Largest BPE vocabulary (the corpus may yield fewer tokens).")
+    ] = 4096,
     hidden: Annotated[int, typer.Option("--hidden", min=8, help="Model width.")] = 128,
     intermediate: Annotated[int, typer.Option("--intermediate", min=8, help="MLP width.")] = 256,
     layers: Annotated[int, typer.Option("--layers", min=1, help="Transformer layers.")] = 4,
     heads: Annotated[int, typer.Option("--heads", min=1, help="Attention heads.")] = 4,
-    kv_heads: Annotated[Optional[int], typer.Option("--kv-heads", min=1, help="Key/value heads (default: --heads).")] = None,
-    max_positions: Annotated[int, typer.Option("--max-positions", min=256, help="Longest sequence, prompt + reply.")] = 4096,
-    conversations: Annotated[int, typer.Option("--conversations", min=1, help="Conversations in the tokenizer's corpus.")] = 400,
-    corpus: Annotated[str, typer.Option("--corpus", help="auto | oracle | harness: where the corpus comes from.")] = "auto",
+    kv_heads: Annotated[
+        int | None, typer.Option("--kv-heads", min=1, help="Key/value heads (default: --heads).")
+    ] = None,
+    max_positions: Annotated[
+        int, typer.Option("--max-positions", min=256, help="Longest sequence, prompt + reply.")
+    ] = 4096,
+    conversations: Annotated[
+        int, typer.Option("--conversations", min=1, help="Conversations in the tokenizer's corpus.")
+    ] = 400,
+    corpus: Annotated[
+        str, typer.Option("--corpus", help="auto | oracle | harness: where the corpus comes from.")
+    ] = "auto",
     force: Annotated[bool, typer.Option("--force", help="Replace the folder if it exists.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -316,9 +389,16 @@ def model_init(
         target = out_dir or TINY_MODEL_DIR
         try:
             config = TinyModelConfig(
-                seed=seed, vocab_size=vocab_size, hidden_size=hidden, intermediate_size=intermediate,
-                num_layers=layers, num_heads=heads, num_kv_heads=kv_heads or heads,
-                max_position_embeddings=max_positions, corpus_conversations=conversations, corpus_source=corpus,
+                seed=seed,
+                vocab_size=vocab_size,
+                hidden_size=hidden,
+                intermediate_size=intermediate,
+                num_layers=layers,
+                num_heads=heads,
+                num_kv_heads=kv_heads or heads,
+                max_position_embeddings=max_positions,
+                corpus_conversations=conversations,
+                corpus_source=corpus,
             )
         except ValueError as e:
             raise CLIError(str(e)) from None
@@ -336,9 +416,17 @@ def model_init(
     table.add_column()
     table.add_row("parameters", f"{report.parameters:,}")
     table.add_row("vocabulary", f"{report.vocab_size:,} tokens")
-    table.add_row("shape", f"hidden {config.hidden_size}, {config.num_layers} layers, {config.num_heads} heads, tied embeddings")
-    table.add_row("corpus", f"{report.corpus_conversations} {report.corpus_source} conversations, {report.corpus_chars:,} chars ({report.harness} {report.harness_version or ''})")
+    table.add_row(
+        "shape", f"hidden {config.hidden_size}, {config.num_layers} layers, {config.num_heads} heads, tied embeddings"
+    )
+    table.add_row(
+        "corpus",
+        f"{report.corpus_conversations} {report.corpus_source} conversations, {report.corpus_chars:,} chars ({report.harness} {report.harness_version or ''})",
+    )
     table.add_row("build time", ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()))
     out.print(table)
-    out.print(Text("untrained: try it with ", style="dim").append(f"harnessctl run -q \"how much?\" --model local:{report.path}"))
-
+    out.print(
+        Text("untrained: try it with ", style="dim").append(
+            f'harnessctl run -q "how much?" --model local:{report.path}'
+        )
+    )

@@ -10,7 +10,7 @@ and exits 130; ``--eval livestream,variant --eval-limit N`` evaluates the result
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -22,26 +22,24 @@ train_app = typer.Typer(
 )
 
 ConfigOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--config", "-c", help="Config file, or a shipped one: tiny-cpu, lora-8b-1gpu, multi-gpu."),
 ]
 OutOpt = Annotated[
-    Optional[Path], typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")
+    Path | None, typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")
 ]
 ModelOpt = Annotated[
-    Optional[str], typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH works too).")
+    str | None, typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH works too).")
 ]
-StepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Optimizer steps.")]
-SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Seed of data order, sampling and initialisation.")]
+StepsOpt = Annotated[int | None, typer.Option("--max-steps", min=1, help="Optimizer steps.")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of data order, sampling and initialisation.")]
 SetOpt = Annotated[
-    Optional[list[str]], typer.Option("--set", help="Any config field: --set learning_rate=1e-4 (repeatable).")
+    list[str] | None, typer.Option("--set", help="Any config field: --set learning_rate=1e-4 (repeatable).")
 ]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint under --out.")]
-EvalOpt = Annotated[
-    Optional[str], typer.Option("--eval", help="Suites to evaluate at the end, e.g. livestream,variant.")
-]
+EvalOpt = Annotated[str | None, typer.Option("--eval", help="Suites to evaluate at the end, e.g. livestream,variant.")]
 EvalLimitOpt = Annotated[
-    Optional[int], typer.Option("--eval-limit", min=1, help="Cases per suite in the final evaluation.")
+    int | None, typer.Option("--eval-limit", min=1, help="Cases per suite in the final evaluation.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the final summary as one JSON object on stdout.")]
 
@@ -84,7 +82,7 @@ def base(
 
 def sft(
     data: Annotated[
-        Optional[Path], typer.Option("--data", "-d", help="Dataset folder from `augment --trajectories`.")
+        Path | None, typer.Option("--data", "-d", help="Dataset folder from `augment --trajectories`.")
     ] = None,
     out_dir: OutOpt = None,
     model: ModelOpt = None,
@@ -116,10 +114,10 @@ def sft(
 
 def distill(
     teacher: Annotated[
-        Optional[str], typer.Option("--teacher", "-t", help="Teacher: the base checkpoint before domain training.")
+        str | None, typer.Option("--teacher", "-t", help="Teacher: the base checkpoint before domain training.")
     ] = None,
     prompts: Annotated[
-        Optional[Path], typer.Option("--prompts", help="JSONL of general prompts (default: the project's own).")
+        Path | None, typer.Option("--prompts", help="JSONL of general prompts (default: the project's own).")
     ] = None,
     out_dir: OutOpt = None,
     model: ModelOpt = None,
@@ -153,7 +151,7 @@ def distill(
 def rl(
     no_hsa: Annotated[bool, typer.Option("--no-hsa", help="Ablation: every episode under the harness itself.")] = False,
     harness: Annotated[
-        Optional[Path], typer.Option("--harness", "-H", help="Harness folder the episodes run under.")
+        Path | None, typer.Option("--harness", "-H", help="Harness folder the episodes run under.")
     ] = None,
     out_dir: OutOpt = None,
     model: ModelOpt = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
 
 def init(
     path: Annotated[Path, typer.Argument(help="Folder to create the harness in (created if missing).")] = Path("."),
-    name: Annotated[Optional[str], typer.Option("--name", help="Harness name. Default: the folder's name.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Harness name. Default: the folder's name.")] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Create a new, valid, commented starter harness. Never overwrites an existing one."""
@@ -34,12 +34,14 @@ def init(
     if json_output:
         print_json({"path": str(path), "name": harness_name, "files": files})
         return
-    out.print(f"[green]✓[/] created harness [bold]{escape(harness_name)}[/] in {escape(str(path))} ({len(files)} files)")
+    out.print(
+        f"[green]✓[/] created harness [bold]{escape(harness_name)}[/] in {escape(str(path))} ({len(files)} files)"
+    )
     out.print(f"  next: edit the YAML files, then run [bold]harnessctl validate {escape(str(path))}[/]")
 
 
 def validate(
-    path: Annotated[Optional[Path], typer.Argument(help="Harness folder (same as -H).", show_default=False)] = None,
+    path: Annotated[Path | None, typer.Argument(help="Harness folder (same as -H).", show_default=False)] = None,
     harness: HarnessOpt = None,
     json_output: JsonOpt = False,
 ) -> None:

@@ -8,7 +8,7 @@ equal, 1 when different, 2 on error.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -24,6 +24,7 @@ from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import EXIT_DIFFERENT, EXIT_OK, cli_errors, out, print_json
 
 StatOpt = Annotated[bool, typer.Option("--stat", help="Print the number of changes per element kind only.")]
+
 
 def register(app: typer.Typer) -> None:
     app.command("show")(show)
@@ -43,7 +44,12 @@ def _store(harness: Path | None, refs: list[str | None]) -> HarnessStore:
 
 
 def show(
-    rev: Annotated[Optional[str], typer.Argument(help="A version (v2), git revision (HEAD~1, a sha, a branch) or folder. Default: the working folder.")] = None,
+    rev: Annotated[
+        str | None,
+        typer.Argument(
+            help="A version (v2), git revision (HEAD~1, a sha, a branch) or folder. Default: the working folder."
+        ),
+    ] = None,
     harness: HarnessOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -88,15 +94,27 @@ def _harness_tree(r: ResolvedHarness) -> Tree:
     if h.description:
         root.add(Text(h.description, style="italic"))
     if h.variables:
-        root.add(Text("variables: ", style="bold").append(", ".join(f"{k}={v}" for k, v in h.variables.items()), style="default"))
-    root.add(Text("skill loader: ", style="bold").append_text(_name_of(h.skill_loader.key, h.skill_loader.name)).append(f" — {h.skill_loader.description}"))
+        root.add(
+            Text("variables: ", style="bold").append(
+                ", ".join(f"{k}={v}" for k, v in h.variables.items()), style="default"
+            )
+        )
+    root.add(
+        Text("skill loader: ", style="bold")
+        .append_text(_name_of(h.skill_loader.key, h.skill_loader.name))
+        .append(f" — {h.skill_loader.description}")
+    )
 
     blocks = root.add(Text(f"prompt blocks ({len(h.prompt.blocks)})", style="bold blue"))
     for i, b in enumerate(h.prompt.blocks, 1):
         blocks.add(Text(f"{i}. ", style="dim").append(b.key, style="bold").append(f": {' '.join(b.text.split())}"))
     constraints = root.add(Text(f"constraints ({len(h.prompt.constraints)})", style="bold blue"))
     for c in h.prompt.constraints.values():
-        line = Text(c.key, style="bold").append(f" = {c.value}", style="green").append(f"  [{c.min}..{c.max}]", style="dim")
+        line = (
+            Text(c.key, style="bold")
+            .append(f" = {c.value}", style="green")
+            .append(f"  [{c.min}..{c.max}]", style="dim")
+        )
         if c.description:
             line.append(f"  {c.description}")
         constraints.add(line)
@@ -112,7 +130,9 @@ def _harness_tree(r: ResolvedHarness) -> Tree:
     tools = root.add(Text(f"tools ({len(h.tools)})", style="bold blue"))
     for t in h.tools:
         node = tools.add(
-            _name_of(t.key, t.name).append(f" — {t.description}").append(f"  ({t.backend}, {t.timeout_s:g}s)", style="dim")
+            _name_of(t.key, t.name)
+            .append(f" — {t.description}")
+            .append(f"  ({t.backend}, {t.timeout_s:g}s)", style="dim")
         )
         props = t.parameters.get("properties") or {}
         required = set(t.parameters.get("required") or [])
@@ -134,7 +154,11 @@ def _harness_tree(r: ResolvedHarness) -> Tree:
         )
     )
     m = h.hooks.message
-    hooks.add(Text("message: ", style="bold").append(f"tool results as {m.tool_result_format}, skill header “{m.skill_header}”"))
+    hooks.add(
+        Text("message: ", style="bold").append(
+            f"tool results as {m.tool_result_format}, skill header “{m.skill_header}”"
+        )
+    )
     for g in h.hooks.guards:
         detail = [f"action {g.action}"]
         if g.constraint:
@@ -153,7 +177,9 @@ def _harness_tree(r: ResolvedHarness) -> Tree:
 def log(
     harness: HarnessOpt = None,
     as_json: JsonOpt = False,
-    max_count: Annotated[Optional[int], typer.Option("--max-count", "-n", min=1, help="Show only the newest N entries.")] = None,
+    max_count: Annotated[
+        int | None, typer.Option("--max-count", "-n", min=1, help="Show only the newest N entries.")
+    ] = None,
 ) -> None:
     """List the versions and changes of the harness, newest first, with what changed."""
     with cli_errors():
@@ -161,7 +187,9 @@ def log(
         entries = store.log(limit=max_count)
         versions = store.list_versions()
     if as_json:
-        print_json({"path": store.rel, "versions": [v.to_dict() for v in versions], "entries": [e.to_dict() for e in entries]})
+        print_json(
+            {"path": store.rel, "versions": [v.to_dict() for v in versions], "entries": [e.to_dict() for e in entries]}
+        )
         return
     table = Table(title=f"history of {store.rel or '.'}", title_justify="left", expand=False)
     table.add_column("version", style="bold")
@@ -172,7 +200,9 @@ def log(
         label = Text(e.label, style="bold magenta" if e.version else "dim")
         table.add_row(label, e.date.strftime("%Y-%m-%d %H:%M"), e.commit[:7], Text(e.summary))
     if not entries:
-        out.print("no commits touch this harness yet — commit it (git add, git commit), then mark a version with `harnessctl tag v1`")
+        out.print(
+            "no commits touch this harness yet — commit it (git add, git commit), then mark a version with `harnessctl tag v1`"
+        )
         return
     out.print(table)
 
@@ -182,7 +212,9 @@ def log(
 
 def tag(
     version: Annotated[str, typer.Argument(help="The new version name: v<number> (v4) or semver (1.4.0).")],
-    message: Annotated[str, typer.Option("--message", "-m", help="What this version changes, for the commit and the tag.")] = "",
+    message: Annotated[
+        str, typer.Option("--message", "-m", help="What this version changes, for the commit and the tag.")
+    ] = "",
     harness: HarnessOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -192,7 +224,14 @@ def tag(
     if as_json:
         print_json(v.to_dict())
         return
-    out.print(Text.assemble(("tagged ", ""), (v.name, "bold magenta"), (f" at {v.commit[:7]}", "cyan"), (f" (git tag {v.tag}) — {v.message}", "dim")))
+    out.print(
+        Text.assemble(
+            ("tagged ", ""),
+            (v.name, "bold magenta"),
+            (f" at {v.commit[:7]}", "cyan"),
+            (f" (git tag {v.tag}) — {v.message}", "dim"),
+        )
+    )
 
 
 # -- diff --------------------------------------------------------------------------------

@@ -27,10 +27,22 @@ from __future__ import annotations
 from typing import Any
 
 _EXPORTS = {
-    "EvalConfig": "runner", "run_eval": "runner", "resume_eval": "runner", "arun_eval": "runner",
-    "aresume_eval": "runner", "RunStore": "store", "CaseResult": "results", "summarize": "summary",
-    "compare_results": "compare", "render_report": "report", "Judge": "judge", "Verdict": "judge",
-    "calibrate": "calibrate", "read_labels": "labels", "load_suite": "suites", "score_response": "ifeval",
+    "EvalConfig": "runner",
+    "run_eval": "runner",
+    "resume_eval": "runner",
+    "arun_eval": "runner",
+    "aresume_eval": "runner",
+    "RunStore": "store",
+    "CaseResult": "results",
+    "summarize": "summary",
+    "compare_results": "compare",
+    "render_report": "report",
+    "Judge": "judge",
+    "Verdict": "judge",
+    "calibrate": "calibrate",
+    "read_labels": "labels",
+    "load_suite": "suites",
+    "score_response": "ifeval",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -72,7 +72,11 @@ def build_livestream(harness: Any, n: int = SIZES["livestream"], seed: int = SEE
 
 
 def build_variant(
-    harness: Any, harness_path: str | Path, n: int = SIZES["variant"], seed: int = SEEDS["variant"], n_variants: int = 40
+    harness: Any,
+    harness_path: str | Path,
+    n: int = SIZES["variant"],
+    seed: int = SEEDS["variant"],
+    n_variants: int = 40,
 ) -> list[SuiteItem]:
     """Cases under held-out HSA variants (7/8) and under the shipped history's versions (1/8).
     Each held-out variant also binds the reply constraints (see
@@ -95,7 +99,11 @@ def build_variant(
     for i in range(n_variants):
         fams = [OPERATOR_FAMILIES[i % len(OPERATOR_FAMILIES)]] if i < n_variants // 2 else list(OPERATOR_FAMILIES)
         vseed = seed * 1000 + i
-        specs.append(variant_spec(seed=vseed, ops=fams, strength=0.5 if len(fams) == 1 else 0.7, bind=binding_constraints(harness, vseed)))
+        specs.append(
+            variant_spec(
+                seed=vseed, ops=fams, strength=0.5 if len(fams) == 1 else 0.7, bind=binding_constraints(harness, vseed)
+            )
+        )
     per_variant = n_hsa // n_variants
     cases = _generate(n_hsa, seed + 1, "variant")
     for i, c in enumerate(cases):
@@ -115,7 +123,9 @@ def build_variant(
             offset += 1
         for c in kept[:per_rev]:
             c.variant = f"history-{rev}"
-            items.append(SuiteItem("variant", _tag(c, "variant", f"hist{rev}", f"history:{rev}"), {"kind": "rev", "rev": rev}))
+            items.append(
+                SuiteItem("variant", _tag(c, "variant", f"hist{rev}", f"history:{rev}"), {"kind": "rev", "rev": rev})
+            )
     rng.shuffle(items)  # interleave so that --limit samples every source
     return items
 
@@ -127,7 +137,9 @@ def build_robustness(harness: Any, n: int = SIZES["robustness"], seed: int = SEE
     n_prompt = n - n_faults
     rng = random.Random(seed)
     items: list[SuiteItem] = []
-    fault_cases = [c for c in _generate(n_faults * 2, seed, "robustness") if any(call.required for call in c.expect.calls)][:n_faults]
+    fault_cases = [
+        c for c in _generate(n_faults * 2, seed, "robustness") if any(call.required for call in c.expect.calls)
+    ][:n_faults]
     for i, c in enumerate(fault_cases):
         kind = FAULT_KINDS[i % len(FAULT_KINDS)]
         needed = [call.tool for call in c.expect.calls if call.required]
@@ -145,7 +157,9 @@ def build_robustness(harness: Any, n: int = SIZES["robustness"], seed: int = SEE
     return items
 
 
-def build_ifeval(n: int = SIZES["ifeval"], seed: int = SEEDS["ifeval"], prompts_file: str | Path | None = None) -> list[SuiteItem]:
+def build_ifeval(
+    n: int = SIZES["ifeval"], seed: int = SEEDS["ifeval"], prompts_file: str | Path | None = None
+) -> list[SuiteItem]:
     """Official IFEval prompts from ``prompts_file`` when given (a local ``input_data.jsonl``, or
     ``google/IFEval`` to fetch them with ``datasets`` — online only), else generated ones."""
     if prompts_file and str(prompts_file) == HUB_IFEVAL and not Path(prompts_file).exists():

@@ -32,12 +32,23 @@ CACHE_SCHEMA = 1
 
 
 def call_key(
-    model: str, api_base: str | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    model: str,
+    api_base: str | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    settings: GenerationSettings,
 ) -> str:
     """The cache key of one model call (a SHA-256 hex digest)."""
     s = asdict(settings)
     s.pop("timeout_s", None)
-    payload = {"v": CACHE_SCHEMA, "model": model, "api_base": api_base or "", "messages": messages, "tools": tools, "settings": s}
+    payload = {
+        "v": CACHE_SCHEMA,
+        "model": model,
+        "api_base": api_base or "",
+        "messages": messages,
+        "tools": tools,
+        "settings": s,
+    }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -58,7 +69,9 @@ def folder_fingerprint(folder: str | Path) -> str:
     16
     """
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _MODEL_FILE_SUFFIXES and p.name != "train.json")
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix in _MODEL_FILE_SUFFIXES and p.name != "train.json"
+    )
     stats = tuple((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     memo = (str(folder.resolve()), stats)
     if memo in _fingerprints:
@@ -117,7 +130,9 @@ class CallCache:
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         if self.path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL, created REAL NOT NULL)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL, created REAL NOT NULL)"
+        )
         self._db.commit()
         self.hits = 0
         self.misses = 0
@@ -150,8 +165,17 @@ class CallCache:
 
 #: Exception type names that mean "the transport failed, asking again may work".
 _TRANSPORT_ERRORS = (
-    "APIConnectionError", "Timeout", "TimeoutError", "ConnectionError", "ConnectError", "ReadTimeout",
-    "ServiceUnavailableError", "InternalServerError", "RateLimitError", "APIError", "ConnectionResetError",
+    "APIConnectionError",
+    "Timeout",
+    "TimeoutError",
+    "ConnectionError",
+    "ConnectError",
+    "ReadTimeout",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "RateLimitError",
+    "APIError",
+    "ConnectionResetError",
 )
 
 
@@ -166,7 +190,10 @@ def is_transport_error(exc: BaseException) -> bool:
         if type(e).__name__ in _TRANSPORT_ERRORS:
             return True
         text = str(e).lower()
-        if any(s in text for s in ("connection", "timed out", "timeout", " 500", " 502", " 503", " 504", "status 5", "rate limit")):
+        if any(
+            s in text
+            for s in ("connection", "timed out", "timeout", " 500", " 502", " 503", " 504", "status 5", "rate limit")
+        ):
             return True
         e = e.__cause__ or e.__context__
         seen += 1
@@ -212,7 +239,7 @@ class EvalBackend:
         self.calls = 0
         self.cache_hits = 0
 
-    def for_episode(self, case: Any, harness: Any) -> "EvalBackend":
+    def for_episode(self, case: Any, harness: Any) -> EvalBackend:
         """A wrapper bound to one episode, with its own call and hit counts. Binding a bound
         wrapper again (the runtime does) returns it, so its counts are the episode's. The answer
         key reaches the inner backend only when it is the oracle (see ``bind_model``)."""
@@ -222,7 +249,12 @@ class EvalBackend:
             return self
         bound = bind_model(self.inner, case, harness)
         wrapped = EvalBackend(
-            bound, cache=self.cache, api_base=self.api_base, retries=self.retries, backoff_s=self.backoff_s, identity=self.identity
+            bound,
+            cache=self.cache,
+            api_base=self.api_base,
+            retries=self.retries,
+            backoff_s=self.backoff_s,
+            identity=self.identity,
         )
         wrapped._bound = True
         return wrapped
@@ -236,7 +268,9 @@ class EvalBackend:
     def _key(self, messages, tools, settings) -> str | None:
         return call_key(self.identity, self.api_base, messages, tools, settings) if self.cache is not None else None
 
-    def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+    def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
         self.calls += 1
         key = self._key(messages, tools, settings)
         if key is not None and (hit := self.cache.get(key)) is not None:
@@ -256,7 +290,9 @@ class EvalBackend:
             self.cache.put(key, response)
         return response
 
-    async def agenerate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+    async def agenerate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
         from harnessctl.models.base import agenerate
 
         self.calls += 1

@@ -15,9 +15,10 @@ shown on).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .judge import Judge, PairwiseVerdict, Verdict
 from .labels import Label
@@ -118,7 +119,12 @@ def calibrate(
     def stat(name: str) -> Callable[[Sequence[tuple[bool, bool]]], float]:
         return lambda rs: binary_rates([t for t, _ in rs], [p for _, p in rs])[name]
 
-    kappa = bootstrap(rows, lambda rs: cohen_kappa([int(t) for t, _ in rs], [int(p) for _, p in rs]), n_resamples=n_resamples, seed=seed)
+    kappa = bootstrap(
+        rows,
+        lambda rs: cohen_kappa([int(t) for t, _ in rs], [int(p) for _, p in rs]),
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     confusion = {
         "pass/pass": sum(t and p for t, p in rows),
         "pass/fail": sum(t and not p for t, p in rows),
@@ -128,7 +134,11 @@ def calibrate(
     criteria_agreement: dict[str, Interval] = {}
     keys = sorted({k for lab in labels for k in lab.criteria})
     for k in keys:
-        agree = [float(lab.criteria[k] == v.criteria[k]) for lab, v in zip(labels, verdicts) if k in lab.criteria and k in v.criteria]
+        agree = [
+            float(lab.criteria[k] == v.criteria[k])
+            for lab, v in zip(labels, verdicts)
+            if k in lab.criteria and k in v.criteria
+        ]
         if agree:
             criteria_agreement[k] = bootstrap(agree, _mean, n_resamples=n_resamples, seed=seed)
     report = CalibrationReport(
@@ -138,13 +148,26 @@ def calibrate(
         agreement=bootstrap(rows, stat("agreement"), n_resamples=n_resamples, seed=seed),
         kappa=kappa,
         # TPR/TNR are resampled within their own class so each interval reflects its own n.
-        tpr=bootstrap([p for t, p in rows if t], lambda xs: _mean([float(x) for x in xs]), n_resamples=n_resamples, seed=seed),
-        tnr=bootstrap([p for t, p in rows if not t], lambda xs: _mean([float(not x) for x in xs]), n_resamples=n_resamples, seed=seed),
+        tpr=bootstrap(
+            [p for t, p in rows if t], lambda xs: _mean([float(x) for x in xs]), n_resamples=n_resamples, seed=seed
+        ),
+        tnr=bootstrap(
+            [p for t, p in rows if not t],
+            lambda xs: _mean([float(not x) for x in xs]),
+            n_resamples=n_resamples,
+            seed=seed,
+        ),
         confusion=confusion,
         criteria_agreement=criteria_agreement,
         judge_errors=sum(v.parse_error is not None for v in verdicts),
         disagreements=[
-            {"id": lab.id, "label": lab.label, "judge": "pass" if v.passed else "fail", "label_reason": lab.reason, "judge_reason": v.reason}
+            {
+                "id": lab.id,
+                "label": lab.label,
+                "judge": "pass" if v.passed else "fail",
+                "label_reason": lab.reason,
+                "judge_reason": v.reason,
+            }
             for lab, v in zip(labels, verdicts)
             if lab.passed != v.passed
         ],
@@ -152,7 +175,9 @@ def calibrate(
     )
     if pairs:
         report.n_pairs = len(pairs)
-        report.swap_consistency = bootstrap([float(v.consistent) for v in pair_verdicts], _mean, n_resamples=n_resamples, seed=seed)
+        report.swap_consistency = bootstrap(
+            [float(v.consistent) for v in pair_verdicts], _mean, n_resamples=n_resamples, seed=seed
+        )
         # The labelled-pass episode is "first" in every pair: the judge is right when it picks it
         # consistently in both orders.
         report.pairwise_accuracy = bootstrap(

@@ -67,7 +67,10 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_a": self.run_a, "run_b": self.run_b, "threshold": self.threshold, "regression": self.regression,
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "threshold": self.threshold,
+            "regression": self.regression,
             "suites": {k: v.to_dict() for k, v in self.suites.items()},
         }
 
@@ -105,7 +108,9 @@ def check_suite_versions(manifest_a: dict[str, Any], manifest_b: dict[str, Any])
         va, vb = suites_version(manifest_a, s), suites_version(manifest_b, s)
         if va is not None and vb is not None and va != vb:
             older = "A" if va < vb else "B"
-            problems.append(f"suite {s}: run A used suites version {va}, run B version {vb}; re-run {older} on the current suites")
+            problems.append(
+                f"suite {s}: run A used suites version {va}, run B version {vb}; re-run {older} on the current suites"
+            )
     if problems:
         raise SuiteVersionError("; ".join(problems) + " (or pass --force to compare anyway)")
 
@@ -139,7 +144,11 @@ def compare_results(
         keys_b = {k for k in index_b if k[0] == s}
         paired = sorted(keys_a & keys_b)
         diffs = [100.0 * (index_b[k].score - index_a[k].score) for k in paired]
-        delta = bootstrap(diffs, lambda xs: sum(xs) / len(xs), n_resamples=n_resamples, seed=seed) if diffs else Interval(0.0, 0.0, 0.0)
+        delta = (
+            bootstrap(diffs, lambda xs: sum(xs) / len(xs), n_resamples=n_resamples, seed=seed)
+            if diffs
+            else Interval(0.0, 0.0, 0.0)
+        )
         score_a = 100.0 * sum(index_a[k].score for k in paired) / len(paired) if paired else 0.0
         score_b = 100.0 * sum(index_b[k].score for k in paired) / len(paired) if paired else 0.0
         out[s] = SuiteDelta(

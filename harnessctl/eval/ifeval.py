@@ -27,9 +27,10 @@ import json
 import os
 import random
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SUITE = "ifeval"
 
@@ -90,7 +91,10 @@ def _write_punkt_tab(folder: Path) -> None:
         "sent_starters.txt": "",
         "ortho_context.tab": "",
     }
-    if all((folder / name).is_file() and (folder / name).read_text(encoding="utf-8") == text for name, text in files.items()):
+    if all(
+        (folder / name).is_file() and (folder / name).read_text(encoding="utf-8") == text
+        for name, text in files.items()
+    ):
         return
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -132,7 +136,7 @@ class IFEvalCase:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "IFEvalCase":
+    def from_dict(cls, d: dict[str, Any]) -> IFEvalCase:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
@@ -160,12 +164,30 @@ _TASKS = (
     "Summarize what viewers asked most about {p} this week.",
 )
 _PRODUCTS = (
-    "a bamboo cutting board", "a vitamin C face serum", "a merino wool beanie", "wireless earbuds",
-    "a cast-iron skillet", "a linen summer dress", "a matte lipstick set", "a smart desk lamp",
-    "a jar of wildflower honey", "running shoes", "a ceramic pour-over coffee set", "a silk pillowcase",
-    "a portable power bank", "a gift box of dark chocolate", "a waterproof rain jacket", "a robot vacuum",
-    "a hydrating sheet mask pack", "a cotton hoodie", "a mechanical keyboard", "a set of glass food containers",
-    "green tea from a family farm", "a leather crossbody bag", "a sunscreen stick", "a scented soy candle",
+    "a bamboo cutting board",
+    "a vitamin C face serum",
+    "a merino wool beanie",
+    "wireless earbuds",
+    "a cast-iron skillet",
+    "a linen summer dress",
+    "a matte lipstick set",
+    "a smart desk lamp",
+    "a jar of wildflower honey",
+    "running shoes",
+    "a ceramic pour-over coffee set",
+    "a silk pillowcase",
+    "a portable power bank",
+    "a gift box of dark chocolate",
+    "a waterproof rain jacket",
+    "a robot vacuum",
+    "a hydrating sheet mask pack",
+    "a cotton hoodie",
+    "a mechanical keyboard",
+    "a set of glass food containers",
+    "green tea from a family farm",
+    "a leather crossbody bag",
+    "a sunscreen stick",
+    "a scented soy candle",
 )
 
 
@@ -204,14 +226,20 @@ def build_cases(n: int = 1000, seed: int = 20250801, max_instructions: int = 3) 
         prompt = base + " " + " ".join(d[0].upper() + d[1:] if d else d for d in descriptions)
         cases.append(
             IFEvalCase(
-                id=f"ifeval-{i:05d}", prompt=prompt.strip(), instruction_id_list=chosen, kwargs=kwargs,
-                seed=case_seed, base=base,
+                id=f"ifeval-{i:05d}",
+                prompt=prompt.strip(),
+                instruction_id_list=chosen,
+                kwargs=kwargs,
+                seed=case_seed,
+                base=base,
             )
         )
     return cases
 
 
-def _describe(instruction_dict: dict[str, Any], ids: list[str], base: str, seed: int) -> tuple[list[str], list[dict[str, Any]]]:
+def _describe(
+    instruction_dict: dict[str, Any], ids: list[str], base: str, seed: int
+) -> tuple[list[str], list[dict[str, Any]]]:
     """Let each checker word its instruction and pick its arguments, under a fixed seed (the
     checkers draw from the global ``random`` module, so its state is saved and restored)."""
     state = random.getstate()
@@ -268,11 +296,16 @@ def load_official_from_hub() -> list[IFEvalCase]:
 def _official_row(row: dict[str, Any], where: str) -> IFEvalCase:
     for name in ("key", "prompt", "instruction_id_list", "kwargs"):
         if name not in row:
-            raise ValueError(f"{where}: missing field {name!r} (an IFEval prompt has key, prompt, instruction_id_list, kwargs)")
+            raise ValueError(
+                f"{where}: missing field {name!r} (an IFEval prompt has key, prompt, instruction_id_list, kwargs)"
+            )
     kwargs = [{k: v for k, v in (kw or {}).items() if v is not None} for kw in row["kwargs"]]
     return IFEvalCase(
-        id=f"ifeval-official-{row['key']}", prompt=row["prompt"], instruction_id_list=list(row["instruction_id_list"]),
-        kwargs=kwargs, source="official",
+        id=f"ifeval-official-{row['key']}",
+        prompt=row["prompt"],
+        instruction_id_list=list(row["instruction_id_list"]),
+        kwargs=kwargs,
+        source="official",
     )
 
 
@@ -307,7 +340,7 @@ class IFEvalScore:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "IFEvalScore":
+    def from_dict(cls, d: dict[str, Any]) -> IFEvalScore:
         return cls(d["prompt_strict"], d["prompt_loose"], [InstructionVerdict(**v) for v in d.get("instructions", [])])
 
 
@@ -324,12 +357,19 @@ def score_response(case: IFEvalCase, response: str) -> IFEvalScore:
     from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
 
     results, _ = evaluate_instructions(
-        response=response or "", instruction_id_list=case.instruction_id_list, kwargs_list=case.kwargs,
-        prompt=case.prompt, instruction_registry=INSTRUCTION_DICT,
+        response=response or "",
+        instruction_id_list=case.instruction_id_list,
+        kwargs_list=case.kwargs,
+        prompt=case.prompt,
+        instruction_registry=INSTRUCTION_DICT,
     )
     by_id = {r.instruction_id: r for r in results}
     verdicts = [
-        InstructionVerdict(iid, bool(by_id[iid].strict_pass) if iid in by_id else False, bool(by_id[iid].loose_pass) if iid in by_id else False)
+        InstructionVerdict(
+            iid,
+            bool(by_id[iid].strict_pass) if iid in by_id else False,
+            bool(by_id[iid].loose_pass) if iid in by_id else False,
+        )
         for iid in case.instruction_id_list
     ]
     return IFEvalScore(

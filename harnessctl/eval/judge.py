@@ -18,8 +18,9 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from harnessctl.models.base import GenerationSettings
 from harnessctl.runtime.record import EpisodeRecord
@@ -126,7 +127,9 @@ def _strip_think(text: str) -> str:
     return re.sub(r"<think>.*?</think>", "", text, flags=re.S)
 
 
-def verdict_messages(record: EpisodeRecord | dict[str, Any], rubric: Iterable[Criterion] = RUBRIC) -> list[dict[str, str]]:
+def verdict_messages(
+    record: EpisodeRecord | dict[str, Any], rubric: Iterable[Criterion] = RUBRIC
+) -> list[dict[str, str]]:
     """The chat messages of a single-episode judge call."""
     rubric = tuple(rubric)
     keys = ", ".join(f'"{c.key}"' for c in rubric)
@@ -298,7 +301,9 @@ def parse_verdict(text: str, rubric: Iterable[Criterion] = RUBRIC) -> Verdict:
     if overall is None and criteria:
         overall = all(criteria.get(k, False) for k in keys if k in criteria)
     if overall is None:
-        return Verdict(False, criteria, reasons, reason, parse_error="no verdict found in the judge's answer", raw=text or "")
+        return Verdict(
+            False, criteria, reasons, reason, parse_error="no verdict found in the judge's answer", raw=text or ""
+        )
     if overall and criteria and not all(criteria.values()):
         # A judge that passes an episode while failing a criterion contradicts the rubric.
         overall = False
@@ -349,7 +354,9 @@ class Judge:
     True
     """
 
-    def __init__(self, backend: Any, *, settings: GenerationSettings | None = None, rubric: Iterable[Criterion] = RUBRIC):
+    def __init__(
+        self, backend: Any, *, settings: GenerationSettings | None = None, rubric: Iterable[Criterion] = RUBRIC
+    ):
         self.backend = backend
         self.name = getattr(backend, "name", type(backend).__name__)
         self.settings = settings or GenerationSettings(temperature=0.0, max_tokens=512)
@@ -372,6 +379,9 @@ class Judge:
         pick_ba = {"A": "second", "B": "first", "tie": "tie"}.get(ba, "")
         consistent = bool(pick_ab) and pick_ab == pick_ba
         return PairwiseVerdict(
-            winner=pick_ab if consistent else "inconsistent", order_ab=ab, order_ba=ba, consistent=consistent,
+            winner=pick_ab if consistent else "inconsistent",
+            order_ab=ab,
+            order_ba=ba,
+            consistent=consistent,
             reasons=[r for r in (r1, r2) if r],
         )

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .results import CaseResult
 
@@ -91,7 +92,7 @@ def read_labels(path: str | Path) -> list[Label]:
             if name not in d:
                 raise LabelError(f"{p}:{lineno}: missing field {name!r}")
         if d["label"] not in ("pass", "fail"):
-            raise LabelError(f"{p}:{lineno}: field 'label' must be \"pass\" or \"fail\", got {d['label']!r}")
+            raise LabelError(f'{p}:{lineno}: field \'label\' must be "pass" or "fail", got {d["label"]!r}')
         if not isinstance(d.get("episode", {}), dict):
             raise LabelError(f"{p}:{lineno}: field 'episode' must be an episode record object")
         out.append(Label(**{k: v for k, v in d.items() if k in Label.__dataclass_fields__}))
@@ -121,12 +122,25 @@ def pending(run_id: str, results: Iterable[CaseResult], labels_path: str | Path)
 
 
 def label_from_result(
-    run_id: str, result: CaseResult, verdict: str, reason: str, *, criteria: dict[str, bool] | None = None,
-    labeler: str = "", source: str = "",
+    run_id: str,
+    result: CaseResult,
+    verdict: str,
+    reason: str,
+    *,
+    criteria: dict[str, bool] | None = None,
+    labeler: str = "",
+    source: str = "",
 ) -> Label:
     """A :class:`Label` for one result of a run."""
     return Label(
-        id=label_id(run_id, result), label=verdict, reason=reason, criteria=dict(criteria or {}), labeler=labeler,
-        source=source or f"run {run_id}", suite=result.suite, case_id=result.case_id, group=result.case_id,
+        id=label_id(run_id, result),
+        label=verdict,
+        reason=reason,
+        criteria=dict(criteria or {}),
+        labeler=labeler,
+        source=source or f"run {run_id}",
+        suite=result.suite,
+        case_id=result.case_id,
+        group=result.case_id,
         episode=compact_episode(result.record or {}),
     )

@@ -30,10 +30,12 @@ from harnessctl.runtime.record import ModelResponse
 from .labels import Label, compact_episode
 
 #: Words that make a health claim about a product.
-_MEDICAL = re.compile(r"\b(cures?|cured|heals?|healing|treats?|treatment for|prevents?|therapy|medicine for|clinically proven)\b", re.I)
+_MEDICAL = re.compile(
+    r"\b(cures?|cured|heals?|healing|treats?|treatment for|prevents?|therapy|medicine for|clinically proven)\b", re.I
+)
 _ABSOLUTE = re.compile(r"\b(best in the world|100% safe|guaranteed|perfect for everyone|safest)\b", re.I)
 _MARKUP = re.compile(r"(^\s*([-*•]|\d+[.)])\s+)|\*\*|__|^#+\s", re.M)
-_EMOJI = re.compile("[\U0001F300-\U0001FAFF\U00002600-\U000027BF\U0001F000-\U0001F2FF]")
+_EMOJI = re.compile("[\U0001f300-\U0001faff\U00002600-\U000027bf\U0001f000-\U0001f2ff]")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)?")
 _NEGATION = re.compile(r"\b(not|never|no|isn't|doesn't|don't|cannot|can't|won't)\b[^.!?]*$")
 _DEFER = re.compile(r"\b(check|checking|look into|get back|follow up|team|moment|shortly|sorry)\b", re.I)
@@ -85,7 +87,11 @@ def rubric_label(record: dict[str, Any], case: Any = None) -> tuple[str, dict[st
         missing += ["/".join(g) for g in exp.any_facts if g and not any(x.lower() in reply.lower() for x in g)]
         steps = record.get("tool_steps") or []
         # A tool that only ever failed, or only gave results a ``partial`` fault cut short.
-        whole = {s.get("key") for s in steps if s.get("ok") and not (isinstance(s.get("result"), dict) and s["result"].get("incomplete"))}
+        whole = {
+            s.get("key")
+            for s in steps
+            if s.get("ok") and not (isinstance(s.get("result"), dict) and s["result"].get("incomplete"))
+        }
         failed_keys = {s.get("key") for s in steps if not s.get("ok") or s.get("key") not in whole} - whole
         needed = {c.tool for c in exp.calls if c.required}
         if missing and (failed_keys & needed) and _DEFER.search(reply):
@@ -158,7 +164,7 @@ class DegradedModel:
     def reads_answer_key(self) -> bool:
         return bool(getattr(self.inner, "reads_answer_key", False))
 
-    def for_episode(self, case: Any, harness: Any) -> "DegradedModel":
+    def for_episode(self, case: Any, harness: Any) -> DegradedModel:
         return DegradedModel(self.inner.for_episode(case, harness), self.kind)
 
     def generate(self, messages, tools, settings) -> ModelResponse:
@@ -169,7 +175,11 @@ class DegradedModel:
             return r
         text = r.content or ""
         if self.kind == "invented_price":
-            text = re.sub(r"\$\d+(?:\.\d+)?", "$7.77", text, count=1) if "$" in text else text.rstrip(".!") + ", only $7.77 today!"
+            text = (
+                re.sub(r"\$\d+(?:\.\d+)?", "$7.77", text, count=1)
+                if "$" in text
+                else text.rstrip(".!") + ", only $7.77 today!"
+            )
         elif self.kind == "health_claim":
             text = text.rstrip(".!") + ". It heals sensitive skin overnight!"
         elif self.kind == "markdown_list":
@@ -187,9 +197,16 @@ def make_label(run_id: str, source: str, case: Any, record: dict[str, Any], inde
     """A :class:`Label` for one episode, labelled by :func:`rubric_label`."""
     verdict, criteria, reason = rubric_label(record, case)
     return Label(
-        id=f"{run_id}/{case.id}/{index}", label=verdict, reason=reason, criteria=criteria,
-        labeler="rubric-rules (programmatic; replace with human labels)", source=source, suite=case.suite,
-        case_id=case.id, group=case.id, episode=compact_episode(record),
+        id=f"{run_id}/{case.id}/{index}",
+        label=verdict,
+        reason=reason,
+        criteria=criteria,
+        labeler="rubric-rules (programmatic; replace with human labels)",
+        source=source,
+        suite=case.suite,
+        case_id=case.id,
+        group=case.id,
+        episode=compact_episode(record),
     )
 
 
@@ -197,7 +214,11 @@ def make_label(run_id: str, source: str, case: Any, record: dict[str, Any], inde
 
 
 def build_labelset(
-    evals_dir: str = "evals", harness_path: str = "harnesses/livecommerce", *, n_pairs: int = 72, n_faults: int = 40,
+    evals_dir: str = "evals",
+    harness_path: str = "harnesses/livecommerce",
+    *,
+    n_pairs: int = 72,
+    n_faults: int = 40,
     n_variants: int = 24,
 ) -> list[Label]:
     """Run the episodes and label them (see the module docstring). Deterministic: the cases are
@@ -227,7 +248,15 @@ def build_labelset(
     for i, item in enumerate(sample(load_suite("livestream", evals_dir), n_pairs)):
         kind = DEGRADATIONS[i % len(DEGRADATIONS)]
         labels.append(make_label("labelset-v1", "oracle, livestream", item.case, episode(item, oracle), 0))
-        labels.append(make_label("labelset-v1", f"degraded policy ({kind}), livestream", item.case, episode(item, DegradedModel(oracle, kind)), 1))
+        labels.append(
+            make_label(
+                "labelset-v1",
+                f"degraded policy ({kind}), livestream",
+                item.case,
+                episode(item, DegradedModel(oracle, kind)),
+                1,
+            )
+        )
     # The oracle under tool faults and prompt perturbations.
     for item in sample(load_suite("robustness", evals_dir), n_faults):
         fams = ", ".join(item.families) or "robustness"
@@ -251,7 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     labels = build_labelset(args.evals_dir, args.harness)
     path = Path(args.write)
-    path.write_text("".join(json.dumps(lab.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n" for lab in labels), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(lab.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n" for lab in labels),
+        encoding="utf-8",
+    )
     n_pass = sum(lab.passed for lab in labels)
     print(f"{len(labels)} labelled episodes ({n_pass} pass, {len(labels) - n_pass} fail) -> {path}")  # noqa: T201 - a script
     return 0

@@ -18,16 +18,39 @@ from __future__ import annotations
 import copy
 import random
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from harnessctl.sim.case import Case
 
 KINDS = ("typo", "paraphrase", "noise", "distractor")
 
 _KEYBOARD = {
-    "a": "qsz", "b": "vn", "c": "xv", "d": "sf", "e": "wr", "f": "dg", "g": "fh", "h": "gj", "i": "uo",
-    "j": "hk", "k": "jl", "l": "k", "m": "n", "n": "bm", "o": "ip", "p": "o", "q": "w", "r": "et", "s": "ad",
-    "t": "ry", "u": "yi", "v": "cb", "w": "qe", "x": "zc", "y": "tu", "z": "x",
+    "a": "qsz",
+    "b": "vn",
+    "c": "xv",
+    "d": "sf",
+    "e": "wr",
+    "f": "dg",
+    "g": "fh",
+    "h": "gj",
+    "i": "uo",
+    "j": "hk",
+    "k": "jl",
+    "l": "k",
+    "m": "n",
+    "n": "bm",
+    "o": "ip",
+    "p": "o",
+    "q": "w",
+    "r": "et",
+    "s": "ad",
+    "t": "ry",
+    "u": "yi",
+    "v": "cb",
+    "w": "qe",
+    "x": "zc",
+    "y": "tu",
+    "z": "x",
 }
 
 # Viewer-chat rewrites: (pattern, replacements). Meaning-preserving, informal.
@@ -45,7 +68,16 @@ _PARAPHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\bthanks\b", ("thx", "ty", "thank u")),
     (r"\bthis one\b", ("the one on screen", "this thing", "the one you're holding")),
 )
-_PREFIXES = ("hey! ", "hi Mia, ", "quick q: ", "um ", "sorry if someone asked already, ", "ok so ", "omg ", "hello hello ")
+_PREFIXES = (
+    "hey! ",
+    "hi Mia, ",
+    "quick q: ",
+    "um ",
+    "sorry if someone asked already, ",
+    "ok so ",
+    "omg ",
+    "hello hello ",
+)
 _SUFFIXES = (" thanks!", " pls", " ??", " asking for my mom", " thx", " :)", "", " (first time here)")
 _EMOJI = ("😍", "🔥", "🙏", "😂", "💖", "👀", "🛒", "✨")
 _CHATTER = (
@@ -61,8 +93,14 @@ _CHATTER = (
 _HISTORY = (
     ({"role": "user", "content": "hiii everyone"}, {"role": "assistant", "content": "Hi, welcome to the stream!"}),
     ({"role": "user", "content": "is this live?"}, {"role": "assistant", "content": "Yes, we're live right now!"}),
-    ({"role": "user", "content": "what's the weather like there?"}, {"role": "assistant", "content": "I'm here for the shop today, ask me anything about it!"}),
-    ({"role": "user", "content": "love the lighting"}, {"role": "assistant", "content": "Thank you, glad you like it!"}),
+    (
+        {"role": "user", "content": "what's the weather like there?"},
+        {"role": "assistant", "content": "I'm here for the shop today, ask me anything about it!"},
+    ),
+    (
+        {"role": "user", "content": "love the lighting"},
+        {"role": "assistant", "content": "Thank you, glad you like it!"},
+    ),
 )
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
@@ -114,7 +152,13 @@ def _editable_spans(text: str, protected: set[str]) -> list[tuple[int, int]]:
     for m in _WORD.finditer(text):
         w = m.group(0)
         # Codes and names (SKU-12, Glow) and protected words stay as they are.
-        if len(w) < 4 or w.lower() in protected or any(ch.isupper() for ch in w[1:]) or w[0].isupper() and m.start() > 0:
+        if (
+            len(w) < 4
+            or w.lower() in protected
+            or any(ch.isupper() for ch in w[1:])
+            or w[0].isupper()
+            and m.start() > 0
+        ):
             continue
         end = m.end()
         if end < len(text) and (text[end].isdigit() or text[end] in "-_"):

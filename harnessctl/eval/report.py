@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from html import escape
-from typing import Any, Sequence
+from typing import Any
 
 from .results import CaseResult
 from .summary import model_label, summarize
@@ -49,7 +50,14 @@ def _fmt(x: Any, digits: int = 2) -> str:
     return escape(str(x))
 
 
-def bar_chart(items: Sequence[tuple[str, float]], *, max_value: float = 100.0, unit: str = "", width: int = 520, color: str = "#0969da") -> str:
+def bar_chart(
+    items: Sequence[tuple[str, float]],
+    *,
+    max_value: float = 100.0,
+    unit: str = "",
+    width: int = 520,
+    color: str = "#0969da",
+) -> str:
     """A horizontal bar chart as an inline SVG string."""
     if not items:
         return "<p class=meta>no data</p>"
@@ -61,14 +69,23 @@ def bar_chart(items: Sequence[tuple[str, float]], *, max_value: float = 100.0, u
     for i, (label, v) in enumerate(items):
         y = pad + i * row
         w = max(0.0, bar_w * (v / top))
-        parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{escape(str(label))[:28]}</text>')
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{escape(str(label))[:28]}</text>'
+        )
         parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{color}" rx="2"/>')
         parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 15}" font-size="12">{v:.1f}{escape(unit)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def histogram(values: Sequence[float], *, bins: int = 30, markers: dict[str, float] | None = None, width: int = 520, height: int = 180) -> str:
+def histogram(
+    values: Sequence[float],
+    *,
+    bins: int = 30,
+    markers: dict[str, float] | None = None,
+    width: int = 520,
+    height: int = 180,
+) -> str:
     """A histogram as an inline SVG string, with labelled vertical markers (P50, budget...)."""
     xs = [v for v in values if v is not None and not math.isnan(v)]
     if not xs:
@@ -90,19 +107,31 @@ def histogram(values: Sequence[float], *, bins: int = 30, markers: dict[str, flo
     parts = [f'<svg width="{width}" height="{height}" role="img">']
     for i, c in enumerate(counts):
         h = plot_h * c / cmax
-        parts.append(f'<rect x="{left + i * bw:.1f}" y="{top_pad + plot_h - h:.1f}" width="{max(bw - 1, 1):.1f}" height="{h:.1f}" fill="#8250df"/>')
-    parts.append(f'<line x1="{left}" y1="{top_pad + plot_h}" x2="{left + plot_w}" y2="{top_pad + plot_h}" stroke="#57606a"/>')
+        parts.append(
+            f'<rect x="{left + i * bw:.1f}" y="{top_pad + plot_h - h:.1f}" width="{max(bw - 1, 1):.1f}" height="{h:.1f}" fill="#8250df"/>'
+        )
+    parts.append(
+        f'<line x1="{left}" y1="{top_pad + plot_h}" x2="{left + plot_w}" y2="{top_pad + plot_h}" stroke="#57606a"/>'
+    )
     for frac in (0, 0.5, 1.0):
         x = left + plot_w * frac
-        parts.append(f'<text x="{x:.1f}" y="{height - 8}" font-size="11" text-anchor="middle">{lo + (hi - lo) * frac:.2f}s</text>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{height - 8}" font-size="11" text-anchor="middle">{lo + (hi - lo) * frac:.2f}s</text>'
+        )
     parts.append(f'<text x="{left - 4}" y="{top_pad + 8}" font-size="11" text-anchor="end">{cmax}</text>')
     for i, (name, v) in enumerate(sorted(markers.items(), key=lambda kv: kv[1])):
         x = left + plot_w * (v - lo) / (hi - lo)
         color = "#cf222e" if name == "budget" else "#1a7f37"
-        parts.append(f'<line x1="{x:.1f}" y1="{top_pad}" x2="{x:.1f}" y2="{top_pad + plot_h}" stroke="{color}" stroke-dasharray="4 3"/>')
-        parts.append(f'<text x="{x + 3:.1f}" y="{top_pad + 10 + 11 * (i % 3)}" font-size="11" fill="{color}">{escape(name)}</text>')
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top_pad}" x2="{x:.1f}" y2="{top_pad + plot_h}" stroke="{color}" stroke-dasharray="4 3"/>'
+        )
+        parts.append(
+            f'<text x="{x + 3:.1f}" y="{top_pad + 10 + 11 * (i % 3)}" font-size="11" fill="{color}">{escape(name)}</text>'
+        )
     for i, (name, v) in enumerate(sorted(off_chart.items(), key=lambda kv: kv[1])):
-        parts.append(f'<text x="{left + plot_w}" y="{top_pad + 10 + 11 * i}" font-size="11" text-anchor="end" fill="#cf222e">{escape(name)} {v:.2f}s →</text>')
+        parts.append(
+            f'<text x="{left + plot_w}" y="{top_pad + 10 + 11 * i}" font-size="11" text-anchor="end" fill="#cf222e">{escape(name)} {v:.2f}s →</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -117,7 +146,9 @@ def _case_detail(r: CaseResult) -> str:
         content = m.get("content") or ""
         calls = m.get("tool_calls") or []
         if calls:
-            content += "\n" + "\n".join(f"→ {c.get('function', c).get('name')}({_args(c.get('function', c).get('arguments'))})" for c in calls)
+            content += "\n" + "\n".join(
+                f"→ {c.get('function', c).get('name')}({_args(c.get('function', c).get('arguments'))})" for c in calls
+            )
         lines.append(f"[{role}] {content}".strip())
     steps = rec.get("tool_steps") or []
     step_rows = "".join(
@@ -125,7 +156,9 @@ def _case_detail(r: CaseResult) -> str:
         f"<td class={'pass' if s.get('ok') else 'fail'}>{'ok' if s.get('ok') else escape(str(s.get('error')))}</td><td class=num>{_fmt(s.get('latency_s'), 3)}</td></tr>"
         for s in steps
     )
-    comps = "".join(f"<tr><td>{escape(k)}</td><td class=num>{_fmt(v, 3)}</td></tr>" for k, v in sorted(r.components.items()))
+    comps = "".join(
+        f"<tr><td>{escape(k)}</td><td class=num>{_fmt(v, 3)}</td></tr>" for k, v in sorted(r.components.items())
+    )
     ife = r.details.get("ifeval")
     ife_rows = ""
     if ife:
@@ -140,7 +173,11 @@ def _case_detail(r: CaseResult) -> str:
         f"{' · ' + escape(', '.join(r.failures)) if r.failures else ''}{' · error: ' + escape(r.error) if r.error else ''}</summary>"
         f"<p class=meta>families: {escape(', '.join(r.families) or '—')} · variant: {escape(str(r.variant))} · termination: {escape(r.termination)}</p>"
         f"<pre>{escape(chr(10).join(lines))}</pre>"
-        + (f"<table><tr><th>tool</th><th>key</th><th>arguments</th><th>result</th><th>s</th></tr>{step_rows}</table>" if steps else "")
+        + (
+            f"<table><tr><th>tool</th><th>key</th><th>arguments</th><th>result</th><th>s</th></tr>{step_rows}</table>"
+            if steps
+            else ""
+        )
         + (f"<table><tr><th>component</th><th>score</th></tr>{comps}</table>" if comps else "")
         + ife_rows
         + f"<p><b>reply:</b> {escape(rec.get('reply') or '')}</p></details>"
@@ -154,7 +191,11 @@ def _args(a: Any) -> str:
 
 
 def render_report(
-    results: Sequence[CaseResult], manifest: dict[str, Any], *, summary: dict[str, Any] | None = None, max_details: int = 200
+    results: Sequence[CaseResult],
+    manifest: dict[str, Any],
+    *,
+    summary: dict[str, Any] | None = None,
+    max_details: int = 200,
 ) -> str:
     """The report as one HTML string. Failing cases get a full drill-down first; passing cases
     fill the remaining ``max_details`` per suite; every case is listed in the filterable table."""
@@ -171,16 +212,23 @@ def render_report(
         f" · {'complete' if summary.get('complete') else 'incomplete (resume with --resume)'}</p>",
         (
             "<p class=warn><b>Reference policy:</b> these scores are the oracle's, which reads each case's answer key; "
-            "they bound what the instrument can measure, not what a model does.</p>" if manifest.get("model") == "oracle" else ""
+            "they bound what the instrument can measure, not what a model does.</p>"
+            if manifest.get("model") == "oracle"
+            else ""
         ),
         (
             f"<p class=meta>{summary['errors']} cases ended in an error (scored 0, not passes): "
-            + "; ".join(f"{e['count']} × {escape(e['error'][:200])}" for e in summary.get("first_errors") or []) + "</p>"
-            if summary.get("errors") else ""
+            + "; ".join(f"{e['count']} × {escape(e['error'][:200])}" for e in summary.get("first_errors") or [])
+            + "</p>"
+            if summary.get("errors")
+            else ""
         ),
-        "<div>" + "".join(
-            f"<span class=card>{escape(s)}<b>{v['score']:.1f}</b>n={v['n']} · P95 {_fmt(v['latency'].get('p95'))}s</span>" for s, v in suites.items()
-        ) + "</div>",
+        "<div>"
+        + "".join(
+            f"<span class=card>{escape(s)}<b>{v['score']:.1f}</b>n={v['n']} · P95 {_fmt(v['latency'].get('p95'))}s</span>"
+            for s, v in suites.items()
+        )
+        + "</div>",
         "<h2>Scores by suite</h2>",
         bar_chart([(s, v["score"]) for s, v in suites.items()]),
     ]
@@ -212,8 +260,20 @@ def render_report(
             out.append("<h3>By operator family</h3>")
             out.append(bar_chart([(k, x["score"]) for k, x in v["by_family"].items()], color="#8250df"))
         out.append("<div class=grid><div><h3>Latency</h3>")
-        lat_values = [r.latency_s for r in by_suite[s] if r.error is None and not r.cached] or [r.latency_s for r in by_suite[s]]
-        out.append(histogram(lat_values, markers={"P50": lat.get("p50"), "P95": lat.get("p95"), "P99": lat.get("p99"), "budget": lat.get("budget_s")}))
+        lat_values = [r.latency_s for r in by_suite[s] if r.error is None and not r.cached] or [
+            r.latency_s for r in by_suite[s]
+        ]
+        out.append(
+            histogram(
+                lat_values,
+                markers={
+                    "P50": lat.get("p50"),
+                    "P95": lat.get("p95"),
+                    "P99": lat.get("p99"),
+                    "budget": lat.get("budget_s"),
+                },
+            )
+        )
         over = lat.get("over_budget")
         out.append(
             f"<p class=meta>P50 {_fmt(lat.get('p50'))}s · P95 {_fmt(lat.get('p95'))}s · P99 {_fmt(lat.get('p99'))}s"
@@ -223,8 +283,12 @@ def render_report(
         out.append(bar_chart(list(v["failures"].items())[:15], max_value=0.0, unit="", color="#cf222e"))
         out.append("</div></div>")
 
-    out.append("<h2>Cases</h2><p><input id=q placeholder='filter: case id, intent, failure…' oninput='filterCases()'></p>")
-    out.append("<table id=cases><thead><tr><th>suite</th><th>case</th><th>intent</th><th>score</th><th>latency s</th><th>failures</th></tr></thead><tbody>")
+    out.append(
+        "<h2>Cases</h2><p><input id=q placeholder='filter: case id, intent, failure…' oninput='filterCases()'></p>"
+    )
+    out.append(
+        "<table id=cases><thead><tr><th>suite</th><th>case</th><th>intent</th><th>score</th><th>latency s</th><th>failures</th></tr></thead><tbody>"
+    )
     ordered = sorted(results, key=lambda r: (r.suite, r.passed, r.score, r.case_id, r.repeat))
     for r in ordered:
         out.append(

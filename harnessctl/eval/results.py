@@ -57,5 +57,5 @@ class CaseResult:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CaseResult":
+    def from_dict(cls, d: dict[str, Any]) -> CaseResult:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})

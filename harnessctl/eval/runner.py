@@ -29,9 +29,10 @@ import subprocess
 import time
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelError
 from harnessctl.runtime.record import EpisodeRecord, ModelStep, Termination
@@ -106,11 +107,14 @@ class EvalConfig:
 
     def settings(self, repeat: int) -> GenerationSettings:
         return GenerationSettings(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed + repeat, timeout_s=self.case_timeout_s
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed + repeat,
+            timeout_s=self.case_timeout_s,
         )
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EvalConfig":
+    def from_dict(cls, d: dict[str, Any]) -> EvalConfig:
         """A config from its manifest form, every field checked against its type (a damaged or
         redacted value is a ``ValueError`` naming the field, never a failure in every case).
 
@@ -238,10 +242,14 @@ def _git_commit(path: Path) -> tuple[str | None, bool | None]:
     """The commit of the repository holding ``path`` and whether the harness folder has edits."""
     try:
         top = path if path.is_dir() else path.parent
-        commit = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        commit = subprocess.run(
+            ["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
         if commit.returncode != 0:
             return None, None
-        dirty = subprocess.run(["git", "-C", str(top), "status", "--porcelain", "--", "."], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "-C", str(top), "status", "--porcelain", "--", "."], capture_output=True, text=True, timeout=10
+        )
         return commit.stdout.strip(), bool(dirty.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         return None, None
@@ -255,8 +263,11 @@ def build_manifest(config: EvalConfig, items: dict[str, list[SuiteItem]], harnes
         "api_base": config.api_base,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "harness": {
-            "name": getattr(harness, "name", None), "version": getattr(harness, "version", None),
-            "path": config.harness_path, "commit": commit, "dirty": dirty,
+            "name": getattr(harness, "name", None),
+            "version": getattr(harness, "version", None),
+            "path": config.harness_path,
+            "commit": commit,
+            "dirty": dirty,
         },
         "suites": {s: {**suite_info(s, config.evals_dir), "planned_cases": len(v)} for s, v in items.items()},
         "planned": {s: len(v) * config.repeat for s, v in items.items()},
@@ -286,8 +297,10 @@ class CaseRunner:
             else:
                 coro = self._agent(item, repeat)
             return await asyncio.wait_for(coro, timeout=self.config.case_timeout_s)
-        except asyncio.TimeoutError:
-            return self._failed(item, repeat, f"timeout after {self.config.case_timeout_s:g}s", Termination.TIMEOUT, started)
+        except TimeoutError:
+            return self._failed(
+                item, repeat, f"timeout after {self.config.case_timeout_s:g}s", Termination.TIMEOUT, started
+            )
         except ModelError as e:
             return self._failed(item, repeat, f"model error: {e}", Termination.MODEL_ERROR, started)
         except Exception as e:  # noqa: BLE001 - one broken case must not stop a 4,500-case run
@@ -295,9 +308,18 @@ class CaseRunner:
 
     def _failed(self, item: SuiteItem, repeat: int, error: str, termination: Termination, started: float) -> CaseResult:
         return CaseResult(
-            suite=item.suite, case_id=item.id, repeat=repeat, intent=item.intent, families=item.families,
-            variant=_variant_id(item), score=0.0, passed=False, failures=["error"], latency_s=time.perf_counter() - started,
-            termination=termination.value, error=error[:500],
+            suite=item.suite,
+            case_id=item.id,
+            repeat=repeat,
+            intent=item.intent,
+            families=item.families,
+            variant=_variant_id(item),
+            score=0.0,
+            passed=False,
+            failures=["error"],
+            latency_s=time.perf_counter() - started,
+            termination=termination.value,
+            error=error[:500],
         )
 
     async def _agent(self, item: SuiteItem, repeat: int) -> CaseResult:
@@ -305,9 +327,15 @@ class CaseRunner:
         from harnessctl.sim.scorer import score_episode
 
         harness = self.resolver.get(item.harness)
-        backend = self.backend.for_episode(item.case, harness) if isinstance(self.backend, EvalBackend) else self.backend
+        backend = (
+            self.backend.for_episode(item.case, harness) if isinstance(self.backend, EvalBackend) else self.backend
+        )
         record: EpisodeRecord = await arun_episode(
-            harness, item.case, backend, settings=self.config.settings(repeat), rendered=self.resolver.rendered(item.harness),
+            harness,
+            item.case,
+            backend,
+            settings=self.config.settings(repeat),
+            rendered=self.resolver.rendered(item.harness),
             deadline_s=self.config.case_timeout_s,
         )
         record.variant_id = record.variant_id or _variant_id(item)
@@ -320,21 +348,44 @@ class CaseRunner:
             else:
                 why = errors[-1] if errors else "the model failed"
             return CaseResult(
-                suite=item.suite, case_id=item.id, repeat=repeat, intent=item.intent, families=item.families,
-                variant=_variant_id(item), score=0.0, passed=False, failures=["error"], latency_s=record.latency_s,
-                termination=record.termination.value, error=str(why)[:500], record=_stored(record), **counts,
+                suite=item.suite,
+                case_id=item.id,
+                repeat=repeat,
+                intent=item.intent,
+                families=item.families,
+                variant=_variant_id(item),
+                score=0.0,
+                passed=False,
+                failures=["error"],
+                latency_s=record.latency_s,
+                termination=record.termination.value,
+                error=str(why)[:500],
+                record=_stored(record),
+                **counts,
             )
         breakdown = score_episode(record, item.case)
         total = float(breakdown.total)
         passed = bool(getattr(breakdown, "passed", total >= PASS_THRESHOLD))
         cached = isinstance(backend, EvalBackend) and backend.calls > 0 and backend.cache_hits == backend.calls
         return CaseResult(
-            suite=item.suite, case_id=item.id, repeat=repeat, intent=item.intent, families=item.families,
-            variant=_variant_id(item), score=total, passed=passed,
+            suite=item.suite,
+            case_id=item.id,
+            repeat=repeat,
+            intent=item.intent,
+            families=item.families,
+            variant=_variant_id(item),
+            score=total,
+            passed=passed,
             components={k: float(v) for k, v in dict(breakdown.components).items()},
-            failures=[str(f) for f in breakdown.failures], latency_s=record.latency_s, cached=cached,
-            termination=record.termination.value if isinstance(record.termination, Termination) else str(record.termination),
-            error=None, record=_stored(record), **counts,
+            failures=[str(f) for f in breakdown.failures],
+            latency_s=record.latency_s,
+            cached=cached,
+            termination=record.termination.value
+            if isinstance(record.termination, Termination)
+            else str(record.termination),
+            error=None,
+            record=_stored(record),
+            **counts,
             details={"failure_entries": list((getattr(breakdown, "details", None) or {}).get("failure_entries", []))},
         )
 
@@ -352,24 +403,45 @@ class CaseRunner:
         # worker thread and back would cost the other cases in flight.
         score = score_response(case, text)
         record = EpisodeRecord(
-            case_id=case.id, harness="ifeval", model=self.config.model,
+            case_id=case.id,
+            harness="ifeval",
+            model=self.config.model,
             messages=messages + [{"role": "assistant", "content": text}],
-            model_steps=[ModelStep(turn=0, latency_s=latency, prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens)],
-            reply=text, raw_reply=text, latency_s=latency,
+            model_steps=[
+                ModelStep(
+                    turn=0,
+                    latency_s=latency,
+                    prompt_tokens=response.prompt_tokens,
+                    completion_tokens=response.completion_tokens,
+                )
+            ],
+            reply=text,
+            raw_reply=text,
+            latency_s=latency,
         )
         cached = isinstance(backend, EvalBackend) and backend.calls > 0 and backend.cache_hits == backend.calls
         inst = score.instructions
         return CaseResult(
-            suite=item.suite, case_id=case.id, repeat=repeat, intent=case.intent, families=item.families,
-            score=score.total, passed=score.prompt_strict,
+            suite=item.suite,
+            case_id=case.id,
+            repeat=repeat,
+            intent=case.intent,
+            families=item.families,
+            score=score.total,
+            passed=score.prompt_strict,
             components={
-                "prompt_strict": float(score.prompt_strict), "prompt_loose": float(score.prompt_loose),
+                "prompt_strict": float(score.prompt_strict),
+                "prompt_loose": float(score.prompt_loose),
                 "instruction_strict": sum(v.strict for v in inst) / len(inst) if inst else 0.0,
                 "instruction_loose": sum(v.loose for v in inst) / len(inst) if inst else 0.0,
             },
             failures=[f"ifeval:{v.instruction_id}" for v in inst if not v.strict],
-            latency_s=latency, cached=cached, termination=Termination.REPLY.value, record=record.to_dict(),
-            details={"ifeval": score.to_dict()}, **_call_counts(backend),
+            latency_s=latency,
+            cached=cached,
+            termination=Termination.REPLY.value,
+            record=record.to_dict(),
+            details={"ifeval": score.to_dict()},
+            **_call_counts(backend),
         )
 
 
@@ -412,7 +484,10 @@ def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
         from harnessctl.models.registry import resolve_model
 
         backend = resolve_model(
-            config.model, api_base=config.api_base, api_key_env=config.api_key_env, timeout_s=config.case_timeout_s,
+            config.model,
+            api_base=config.api_base,
+            api_key_env=config.api_key_env,
+            timeout_s=config.case_timeout_s,
             max_retries=config.retries,
         )
         retries = 0  # the served backend retries transport errors itself
@@ -471,9 +546,13 @@ async def _run_pending(
     return ran
 
 
-def _pending(items: dict[str, list[SuiteItem]], repeat: int, done_keys: set[tuple[str, str, int]]) -> list[tuple[SuiteItem, int]]:
+def _pending(
+    items: dict[str, list[SuiteItem]], repeat: int, done_keys: set[tuple[str, str, int]]
+) -> list[tuple[SuiteItem, int]]:
     # Repeat-major order: a run stopped early has one full pass before the second begins.
-    return [(item, r) for r in range(repeat) for s, v in items.items() for item in v if (s, item.id, r) not in done_keys]
+    return [
+        (item, r) for r in range(repeat) for s, v in items.items() for item in v if (s, item.id, r) not in done_keys
+    ]
 
 
 async def arun_eval(
@@ -506,8 +585,12 @@ async def arun_eval(
 
 
 async def _execute(
-    config: EvalConfig, items: dict[str, list[SuiteItem]], backend: EvalBackend, resolver: HarnessResolver,
-    store: RunStore, progress: Progress | None,
+    config: EvalConfig,
+    items: dict[str, list[SuiteItem]],
+    backend: EvalBackend,
+    resolver: HarnessResolver,
+    store: RunStore,
+    progress: Progress | None,
 ) -> EvalOutcome:
     existing = store.results()
     # A case that ended in an error runs again: its new line supersedes the old one.
@@ -532,7 +615,11 @@ async def _execute(
 
 
 async def arun_items(
-    config: EvalConfig, items: dict[str, list[SuiteItem]], store: RunStore, *, backend: Any | None = None,
+    config: EvalConfig,
+    items: dict[str, list[SuiteItem]],
+    store: RunStore,
+    *,
+    backend: Any | None = None,
     progress: Progress | None = None,
 ) -> EvalOutcome:
     """Run any cases — ``items``, suite name -> items, named suites or not (a failing slice, an
@@ -557,7 +644,11 @@ async def arun_items(
 
 
 def run_eval(
-    config: EvalConfig, *, backend: Any | None = None, progress: Progress | None = None, run_id: str | None = None,
+    config: EvalConfig,
+    *,
+    backend: Any | None = None,
+    progress: Progress | None = None,
+    run_id: str | None = None,
     on_start: Callable[[RunStore], None] | None = None,
 ) -> EvalOutcome:
     """Synchronous :func:`arun_eval`."""
@@ -565,7 +656,12 @@ def run_eval(
 
 
 async def aresume_eval(
-    run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | None = None, backend: Any | None = None, progress: Progress | None = None
+    run: str | Path,
+    *,
+    runs_dir: str | Path = "runs",
+    jobs: int | None = None,
+    backend: Any | None = None,
+    progress: Progress | None = None,
 ) -> EvalOutcome:
     """Finish a run that stopped (killed, interrupted, crashed): same plan, only the missing
     (case, repeat) pairs run. A torn last line is cut off first."""
@@ -574,7 +670,9 @@ async def aresume_eval(
     try:
         config = EvalConfig.from_dict(manifest["config"])
     except (ValueError, TypeError) as e:
-        raise RunError(f"{store.root / 'manifest.json'}: {e}; this run cannot be resumed with its settings — start a new run") from None
+        raise RunError(
+            f"{store.root / 'manifest.json'}: {e}; this run cannot be resumed with its settings — start a new run"
+        ) from None
     if jobs is not None:
         if jobs < 1:
             raise ValueError(f"-j/--jobs must be at least 1, got {jobs}")
@@ -595,12 +693,30 @@ async def aresume_eval(
     return await arun_items(config, items, store, backend=backend, progress=progress)
 
 
-def resume_eval(run: str | Path, *, runs_dir: str | Path = "runs", jobs: int | None = None, backend: Any | None = None, progress: Progress | None = None) -> EvalOutcome:
+def resume_eval(
+    run: str | Path,
+    *,
+    runs_dir: str | Path = "runs",
+    jobs: int | None = None,
+    backend: Any | None = None,
+    progress: Progress | None = None,
+) -> EvalOutcome:
     """Synchronous :func:`aresume_eval`."""
     return asyncio.run(aresume_eval(run, runs_dir=runs_dir, jobs=jobs, backend=backend, progress=progress))
 
 
 __all__ = [
-    "AGENT_SUITES", "CaseRunner", "EvalConfig", "EvalOutcome", "HarnessResolver", "arun_eval", "arun_items", "aresume_eval",
-    "make_backend", "plan", "preflight", "resume_eval", "run_eval",
+    "AGENT_SUITES",
+    "CaseRunner",
+    "EvalConfig",
+    "EvalOutcome",
+    "HarnessResolver",
+    "arun_eval",
+    "arun_items",
+    "aresume_eval",
+    "make_backend",
+    "plan",
+    "preflight",
+    "resume_eval",
+    "run_eval",
 ]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 
 def percentile(values: Sequence[float], q: float) -> float:

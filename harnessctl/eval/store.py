@@ -31,11 +31,28 @@ REPORT = "report.html"
 
 #: Manifest keys whose values are never written, matched on the whole name (lower case, ``-`` as
 #: ``_``): ``max_tokens`` is a setting, ``token`` is a secret.
-SECRET_KEYS = frozenset({
-    "api_key", "apikey", "authorization", "password", "passwd", "secret", "token", "access_token", "auth_token",
-    "refresh_token", "bearer_token", "secret_key", "client_secret", "private_key", "aws_secret_access_key",
-    "openai_api_key", "anthropic_api_key", "hf_token",
-})
+SECRET_KEYS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "authorization",
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "access_token",
+        "auth_token",
+        "refresh_token",
+        "bearer_token",
+        "secret_key",
+        "client_secret",
+        "private_key",
+        "aws_secret_access_key",
+        "openai_api_key",
+        "anthropic_api_key",
+        "hf_token",
+    }
+)
 #: Environment variables whose values are secrets (their values are redacted wherever they appear).
 _SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 #: A run id is a name: letters, digits, ``.``, ``_`` and ``-`` (no path separators).
@@ -87,7 +104,8 @@ def scrub(obj: Any, secrets: list[str] | None = None) -> Any:
     secrets = secret_values() if secrets is None else secrets
     if isinstance(obj, dict):
         return {
-            k: (REDACTED if str(k).lower().replace("-", "_") in SECRET_KEYS else scrub(v, secrets)) for k, v in obj.items()
+            k: (REDACTED if str(k).lower().replace("-", "_") in SECRET_KEYS else scrub(v, secrets))
+            for k, v in obj.items()
         }
     if isinstance(obj, (list, tuple)):
         return [scrub(v, secrets) for v in obj]
@@ -112,18 +130,22 @@ class RunStore:
 
     # -- creating and opening --------------------------------------------------------------
     @classmethod
-    def create(cls, runs_dir: str | Path, manifest: dict[str, Any], run_id: str | None = None) -> "RunStore":
+    def create(cls, runs_dir: str | Path, manifest: dict[str, Any], run_id: str | None = None) -> RunStore:
         """A new run folder with its manifest (secrets scrubbed). A taken id gets a suffix."""
         runs_dir = Path(runs_dir)
         if runs_dir.exists() and not runs_dir.is_dir():
-            raise RunError(f"{runs_dir}: is a file, not a folder for runs; pass --runs-dir with a folder (it is created if missing)")
+            raise RunError(
+                f"{runs_dir}: is a file, not a folder for runs; pass --runs-dir with a folder (it is created if missing)"
+            )
         if run_id is not None:
             check_run_id(run_id)
         base = run_id or new_run_id(str(manifest.get("suite", "run")), str(manifest.get("model", "model")))
         root, i = runs_dir / base, 1
         while root.exists():
             if run_id is not None:
-                raise RunError(f"{root}: a run with this id exists; resume it with --resume {run_id} or choose another --run-id")
+                raise RunError(
+                    f"{root}: a run with this id exists; resume it with --resume {run_id} or choose another --run-id"
+                )
             i += 1
             root = runs_dir / f"{base}-{i}"
         root.mkdir(parents=True)  # (new_run_id's slug and check_run_id keep it one level under runs_dir)
@@ -133,14 +155,16 @@ class RunStore:
         return store
 
     @classmethod
-    def open(cls, path: str | Path, runs_dir: str | Path | None = None) -> "RunStore":
+    def open(cls, path: str | Path, runs_dir: str | Path | None = None) -> RunStore:
         """An existing run, by folder path or by id under ``runs_dir``."""
         p = Path(path)
         if not (p / MANIFEST).is_file() and runs_dir is not None and (Path(runs_dir) / str(path) / MANIFEST).is_file():
             p = Path(runs_dir) / str(path)
         if not p.is_dir():
             if runs_dir is not None and Path(runs_dir).exists() and not Path(runs_dir).is_dir():
-                raise RunError(f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs")
+                raise RunError(
+                    f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs"
+                )
             where = f" (looked in {runs_dir})" if runs_dir is not None else ""
             listing = "" if runs_dir is None or Path(runs_dir) == Path("runs") else f" --runs-dir {runs_dir}"
             raise RunError(f"{path}: no such run{where}; list runs with `harnessctl runs{listing}`")
@@ -173,7 +197,9 @@ class RunStore:
             raise RunError(f"{self.root / MANIFEST}:{e.lineno}: not valid JSON ({e.msg})") from None
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        atomic_write(self.root / MANIFEST, json.dumps(scrub(manifest), indent=2, ensure_ascii=False, default=str) + "\n")
+        atomic_write(
+            self.root / MANIFEST, json.dumps(scrub(manifest), indent=2, ensure_ascii=False, default=str) + "\n"
+        )
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         path = self.root / SUMMARY
@@ -270,11 +296,15 @@ def list_runs(runs_dir: str | Path = "runs") -> list[dict[str, Any]]:
 
     runs_dir = Path(runs_dir)
     if runs_dir.exists() and not runs_dir.is_dir():
-        raise RunError(f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs")
+        raise RunError(
+            f"{runs_dir}: is a file, not a folder of runs; pass --runs-dir with the folder that holds your runs"
+        )
     rows: list[dict[str, Any]] = []
     if not runs_dir.is_dir():
         return rows
-    for folder in sorted((p for p in runs_dir.iterdir() if (p / MANIFEST).is_file()), key=lambda p: p.stat().st_mtime, reverse=True):
+    for folder in sorted(
+        (p for p in runs_dir.iterdir() if (p / MANIFEST).is_file()), key=lambda p: p.stat().st_mtime, reverse=True
+    ):
         store = RunStore(folder)
         row: dict[str, Any] = {"run_id": folder.name, "path": str(folder)}
         try:
@@ -286,9 +316,13 @@ def list_runs(runs_dir: str | Path = "runs") -> list[dict[str, Any]]:
             rows.append({**row, "problem": str(e)})
             continue
         row.update(
-            model=manifest.get("model"), model_label=summary.get("model_label"), created=manifest.get("created"),
-            suites=list((manifest.get("planned") or {}).keys()), complete=summary["complete"],
-            overall=summary["overall"]["score"], scores={k: v["score"] for k, v in summary["suites"].items()},
+            model=manifest.get("model"),
+            model_label=summary.get("model_label"),
+            created=manifest.get("created"),
+            suites=list((manifest.get("planned") or {}).keys()),
+            complete=summary["complete"],
+            overall=summary["overall"]["score"],
+            scores={k: v["score"] for k, v in summary["suites"].items()},
             errors=sum(v["errors"] for v in summary["suites"].values()),
             results=sum(v["n_results"] for v in summary["suites"].values()),
             planned=sum((manifest.get("planned") or {}).values()),
@@ -315,4 +349,3 @@ def atomic_write(path: str | Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-

@@ -31,9 +31,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from harnessctl.sim.case import Case
 
@@ -110,7 +111,14 @@ def _compact(case: Case) -> dict[str, Any]:
             exp = {}
             for ek, ev in v.items():
                 if ek == "calls":
-                    ev = [{ck: cv for ck, cv in c.items() if (ck, cv) not in (("required", True), ("round", 1)) and cv != {}} for c in ev]
+                    ev = [
+                        {
+                            ck: cv
+                            for ck, cv in c.items()
+                            if (ck, cv) not in (("required", True), ("round", 1)) and cv != {}
+                        }
+                        for c in ev
+                    ]
                 if ev not in (None, [], {}, False):
                     exp[ek] = ev
             out[k] = exp

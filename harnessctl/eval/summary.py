@@ -12,7 +12,8 @@ operator family, pass^k for repeated runs, IFEval accuracies and latency percent
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .ifeval import IFEvalScore, accuracy
 from .results import CaseResult
@@ -59,7 +60,11 @@ def _group(results: list[CaseResult], key) -> dict[str, dict[str, Any]]:
         for k in key(r):
             groups[k].append(r)
     return {
-        k: {"score": _pct(sum(r.score for r in rs) / len(rs)), "pass_rate": _pct(sum(r.passed for r in rs) / len(rs)), "n": len(rs)}
+        k: {
+            "score": _pct(sum(r.score for r in rs) / len(rs)),
+            "pass_rate": _pct(sum(r.passed for r in rs) / len(rs)),
+            "n": len(rs),
+        }
         for k, rs in sorted(groups.items())
     }
 
@@ -118,7 +123,9 @@ def summarize(
     for r in results:
         by_suite[r.suite].append(r)
     order = [s for s in SUITE_ORDER if s in by_suite] + sorted(s for s in by_suite if s not in SUITE_ORDER)
-    budget = latency_budget_s if latency_budget_s is not None else (manifest.get("config") or {}).get("latency_budget_s")
+    budget = (
+        latency_budget_s if latency_budget_s is not None else (manifest.get("config") or {}).get("latency_budget_s")
+    )
     suites = {s: suite_summary(by_suite[s], budget) for s in order}
     every = [r for s in order for r in by_suite[s]]
     return {
@@ -127,13 +134,13 @@ def summarize(
         "model_label": model_label(manifest.get("model")),
         "reference_policy": manifest.get("model") == "oracle",
         "harness": manifest.get("harness"),
-        "complete": all(
-            len({r.key for r in by_suite[s]}) >= (manifest.get("planned") or {}).get(s, 0) for s in order
-        ),
+        "complete": all(len({r.key for r in by_suite[s]}) >= (manifest.get("planned") or {}).get(s, 0) for s in order),
         "overall": {"score": round(sum(v["score"] for v in suites.values()) / len(suites), 2) if suites else 0.0},
         "errors": sum(v["errors"] for v in suites.values()),
         "first_errors": distinct_errors(every),
-        "cache": {"model_calls": sum(v["model_calls"] for v in suites.values()),
-                  "hits": sum(v["cache_hits"] for v in suites.values())},
+        "cache": {
+            "model_calls": sum(v["model_calls"] for v in suites.values()),
+            "hits": sum(v["cache_hits"] for v in suites.values()),
+        },
         "suites": suites,
     }

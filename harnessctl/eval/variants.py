@@ -31,7 +31,14 @@ def variant_spec(
         if op not in OPERATOR_FAMILIES:
             raise ValueError(f"unknown operator family {op!r}; families are {', '.join(OPERATOR_FAMILIES)}")
     name = "mix" if len(ops) > 1 else ops[0]
-    spec = {"kind": "variant", "id": f"{split}-{name}-{seed}", "seed": int(seed), "ops": list(ops), "strength": float(strength), "split": split}
+    spec = {
+        "kind": "variant",
+        "id": f"{split}-{name}-{seed}",
+        "seed": int(seed),
+        "ops": list(ops),
+        "strength": float(strength),
+        "split": split,
+    }
     if bind:
         spec["bind"] = dict(bind)
     return spec
@@ -64,8 +71,12 @@ def regenerate_variant(base: Any, spec: dict[str, Any]) -> Any:
     from harnessctl.augment.variants import make_variant
 
     variant = make_variant(
-        base, seed=int(spec["seed"]), ops=list(spec["ops"]), strength=float(spec.get("strength", 0.5)),
-        split=spec.get("split", "heldout"), variant_id=spec.get("id"),
+        base,
+        seed=int(spec["seed"]),
+        ops=list(spec["ops"]),
+        strength=float(spec.get("strength", 0.5)),
+        split=spec.get("split", "heldout"),
+        variant_id=spec.get("id"),
     )
     h = variant.harness
     for key, value in (spec.get("bind") or {}).items():

@@ -22,6 +22,14 @@ from .plan import (
 from .runner import StudyError, StudyInterrupted, run_study
 
 __all__ = [
-    "ARMS", "Arm", "PlanError", "StudyError", "StudyInterrupted", "StudyPlan", "apply_overrides", "full_plan",
-    "quick_plan", "run_study",
+    "ARMS",
+    "Arm",
+    "PlanError",
+    "StudyError",
+    "StudyInterrupted",
+    "StudyPlan",
+    "apply_overrides",
+    "full_plan",
+    "quick_plan",
+    "run_study",
 ]

@@ -110,7 +110,10 @@ class StudyPlan:
 def full_plan(**kw: Any) -> StudyPlan:
     """The full study (sized for about 90 minutes on 2 CPU cores with the tiny model)."""
     return StudyPlan(
-        preset="full", data_n=1200, data_variants=50, eval_limit=100,
+        preset="full",
+        data_n=1200,
+        data_variants=50,
+        eval_limit=100,
         stage_overrides={
             "base": {"max_steps": 600, "rows": 6000},
             "sft": {"max_steps": 400},
@@ -124,7 +127,11 @@ def full_plan(**kw: Any) -> StudyPlan:
 def quick_plan(**kw: Any) -> StudyPlan:
     """The same arms, smaller everything (measured: 34 minutes on 2 CPU cores shared with other jobs)."""
     return StudyPlan(
-        preset="quick", data_n=200, data_variants=20, eval_limit=10, history_limit=10,
+        preset="quick",
+        data_n=200,
+        data_variants=20,
+        eval_limit=10,
+        history_limit=10,
         stage_overrides={
             "base": {"max_steps": 100, "rows": 1600},
             "sft": {"max_steps": 40},

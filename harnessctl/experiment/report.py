@@ -32,12 +32,21 @@ def _n(x: Any, digits: int = 1) -> str:
 
 
 def _legend(names: Sequence[str]) -> str:
-    items = "".join(f'<span><i style="background:{_PALETTE[i % len(_PALETTE)]}"></i>{escape(n)}</span>' for i, n in enumerate(names))
+    items = "".join(
+        f'<span><i style="background:{_PALETTE[i % len(_PALETTE)]}"></i>{escape(n)}</span>' for i, n in enumerate(names)
+    )
     return f'<p class="legend">{items}</p>'
 
 
-def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]], *, top: float = 100.0,
-                 width: int = 960, height: int = 240, unit: str = "") -> str:
+def grouped_bars(
+    groups: Sequence[str],
+    series: dict[str, Sequence[float | None]],
+    *,
+    top: float = 100.0,
+    width: int = 960,
+    height: int = 240,
+    unit: str = "",
+) -> str:
     """Vertical bars: one group per label, one bar per series (None: no bar), as inline SVG."""
     if not groups or not series:
         return "<p class=meta>no data</p>"
@@ -50,7 +59,9 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]
     for frac in (0.0, 0.5, 1.0):
         y = pad + plot_h * (1 - frac)
         parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eaeef2"/>')
-        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{top * frac:.0f}{escape(unit)}</text>')
+        parts.append(
+            f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{top * frac:.0f}{escape(unit)}</text>'
+        )
     for gi, g in enumerate(groups):
         x0 = left + gi * gw + 4
         for si, (name, values) in enumerate(series.items()):
@@ -59,14 +70,20 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]
                 continue
             h = plot_h * max(0.0, v) / top
             x = x0 + si * bw
-            parts.append(f'<rect x="{x:.1f}" y="{pad + plot_h - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
-                         f'fill="{_PALETTE[si % len(_PALETTE)]}"><title>{escape(name)} · {escape(g)}: {v:.1f}</title></rect>')
-        parts.append(f'<text x="{x0 + (gw - 8) / 2:.1f}" y="{height - bottom + 16}" font-size="11" text-anchor="middle">{escape(g)[:22]}</text>')
+            parts.append(
+                f'<rect x="{x:.1f}" y="{pad + plot_h - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
+                f'fill="{_PALETTE[si % len(_PALETTE)]}"><title>{escape(name)} · {escape(g)}: {v:.1f}</title></rect>'
+            )
+        parts.append(
+            f'<text x="{x0 + (gw - 8) / 2:.1f}" y="{height - bottom + 16}" font-size="11" text-anchor="middle">{escape(g)[:22]}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts) + _legend(list(series))
 
 
-def line_chart(series: dict[str, Sequence[tuple[float, float]]], *, width: int = 460, height: int = 200, label: str = "") -> str:
+def line_chart(
+    series: dict[str, Sequence[tuple[float, float]]], *, width: int = 460, height: int = 200, label: str = ""
+) -> str:
     """Lines of (x, y) points (a learning curve per arm) as inline SVG."""
     points = [p for ps in series.values() for p in ps]
     if not points:
@@ -84,28 +101,53 @@ def line_chart(series: dict[str, Sequence[tuple[float, float]]], *, width: int =
     parts.append(f'<text x="{left - 4}" y="{pad + 8}" font-size="11" text-anchor="end">{y_hi:.3g}</text>')
     parts.append(f'<text x="{left - 4}" y="{pad + plot_h}" font-size="11" text-anchor="end">{y_lo:.3g}</text>')
     parts.append(f'<text x="{left}" y="{height - 8}" font-size="11">step {x_lo:.0f}</text>')
-    parts.append(f'<text x="{left + plot_w}" y="{height - 8}" font-size="11" text-anchor="end">{x_hi:.0f} · {escape(label)}</text>')
+    parts.append(
+        f'<text x="{left + plot_w}" y="{height - 8}" font-size="11" text-anchor="end">{x_hi:.0f} · {escape(label)}</text>'
+    )
     for i, (name, ps) in enumerate(series.items()):
         if not ps:
             continue
         color = _PALETTE[i % len(_PALETTE)]
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(xy(p) for p in ps)}">'
-                     f"<title>{escape(name)}</title></polyline>")
+        parts.append(
+            f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(xy(p) for p in ps)}">'
+            f"<title>{escape(name)}</title></polyline>"
+        )
     parts.append("</svg>")
     return "".join(parts) + _legend([n for n, ps in series.items() if ps])
 
 
 def _table(results: dict[str, Any]) -> str:
-    head = ["arm", *SUITES, "history v1", "history v2", "tool faults", "P50 s", "P95 s", "steps", "train s", "chain s", "eval s"]
+    head = [
+        "arm",
+        *SUITES,
+        "history v1",
+        "history v2",
+        "tool faults",
+        "P50 s",
+        "P95 s",
+        "steps",
+        "train s",
+        "chain s",
+        "eval s",
+    ]
     rows = ["<tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
     for arm in results["arms"]:
         if arm.get("status") != "done":
             continue
         m, c = arm["metrics"], arm["compute"]
-        cells = [escape(arm["label"]), *(_n(m["scores"].get(s)) for s in SUITES), _n(m["slices"].get("history_v1")),
-                 _n(m["slices"].get("history_v2")), _n(m["slices"].get("tool_faults")), _n(m["latency"].get("p50_s"), 2),
-                 _n(m["latency"].get("p95_s"), 2), str(c.get("train_steps", 0)), _n(c.get("train_s"), 0),
-                 _n(c.get("chain_train_s"), 0), _n(c.get("eval_s"), 0)]
+        cells = [
+            escape(arm["label"]),
+            *(_n(m["scores"].get(s)) for s in SUITES),
+            _n(m["slices"].get("history_v1")),
+            _n(m["slices"].get("history_v2")),
+            _n(m["slices"].get("tool_faults")),
+            _n(m["latency"].get("p50_s"), 2),
+            _n(m["latency"].get("p95_s"), 2),
+            str(c.get("train_steps", 0)),
+            _n(c.get("train_s"), 0),
+            _n(c.get("chain_train_s"), 0),
+            _n(c.get("eval_s"), 0),
+        ]
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     for key, label in (("hat", "paper: HAT"), ("fixed-sft", "paper: fixed-harness SFT")):
         p = PAPER[key]
@@ -122,39 +164,79 @@ def render_report(results: dict[str, Any]) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>HAT study {escape(str(results.get('id')))}</title><style>{_CSS}</style></head><body>",
         f"<h1>HAT in miniature — {escape(str(results.get('id')))} ({escape(str(results['plan'].get('preset')))})</h1>",
-        (f"<p class=meta>{escape(str(results.get('command')))} · {escape(str(results.get('eval_cases')))} cases per suite per arm"
-        " · suites v2 · the paper's LS-QA is our livestream suite, its Harness-Variant our variant suite</p>"),
-        "<h2>Results</h2>", _table(results), "<h2>Goals</h2><ul>",
+        (
+            f"<p class=meta>{escape(str(results.get('command')))} · {escape(str(results.get('eval_cases')))} cases per suite per arm"
+            " · suites v2 · the paper's LS-QA is our livestream suite, its Harness-Variant our variant suite</p>"
+        ),
+        "<h2>Results</h2>",
+        _table(results),
+        "<h2>Goals</h2><ul>",
     ]
     for g in results.get("goals", []):
         cls = {"met": "met", "missed": "missed"}.get(g["status"], "na")
-        html.append(f"<li><b class={cls}>{escape(g['status'])}</b> — {escape(g['goal'])} ({escape(g['rule'])}): {escape(g['numbers'])}</li>")
+        html.append(
+            f"<li><b class={cls}>{escape(g['status'])}</b> — {escape(g['goal'])} ({escape(g['rule'])}): {escape(g['numbers'])}</li>"
+        )
     html.append("</ul><h2>Scores per arm and suite</h2>")
     groups = list(SUITES) + ["history v1", "history v2", "tool faults"]
-    series = {a["label"]: [a["metrics"]["scores"].get(s) for s in SUITES]
-              + [a["metrics"]["slices"].get(k) for k in ("history_v1", "history_v2", "tool_faults")] for a in arms}
+    series = {
+        a["label"]: [a["metrics"]["scores"].get(s) for s in SUITES]
+        + [a["metrics"]["slices"].get(k) for k in ("history_v1", "history_v2", "tool_faults")]
+        for a in arms
+    }
     html.append(grouped_bars(groups, series))
-    html.append("<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step</p>")
+    html.append(
+        "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step</p>"
+    )
     for stage, key in (("base", "loss"), ("sft", "loss"), ("distill", "loss"), ("rl", "reward")):
-        curves = {a["label"]: [(p["step"], p[key]) for p in a.get("curve", []) if key in p] for a in arms if a["stage"] == stage}
+        curves = {
+            a["label"]: [(p["step"], p[key]) for p in a.get("curve", []) if key in p]
+            for a in arms
+            if a["stage"] == stage
+        }
         if curves:
             html.append(f"<h3>{stage}: {key}</h3>" + line_chart(curves, label=key))
-    html.append("<h2>Variant suite by family</h2><p class=meta>held-out HSA operator families and the real history (v1, v2)</p>")
+    html.append(
+        "<h2>Variant suite by family</h2><p class=meta>held-out HSA operator families and the real history (v1, v2)</p>"
+    )
     families = sorted({f for a in arms for f in a["metrics"].get("families", {})})
-    html.append(grouped_bars(families, {a["label"]: [(a["metrics"]["families"].get(f) or {}).get("score") for f in families] for a in arms}))
-    html.append("<h2>Latency</h2><p class=meta>seconds per episode over the agent suites, in process; the final model also through the embedded server</p>")
-    lat = {"P50": [a["metrics"]["latency"].get("p50_s") for a in arms], "P95": [a["metrics"]["latency"].get("p95_s") for a in arms]}
+    html.append(
+        grouped_bars(
+            families,
+            {a["label"]: [(a["metrics"]["families"].get(f) or {}).get("score") for f in families] for a in arms},
+        )
+    )
+    html.append(
+        "<h2>Latency</h2><p class=meta>seconds per episode over the agent suites, in process; the final model also through the embedded server</p>"
+    )
+    lat = {
+        "P50": [a["metrics"]["latency"].get("p50_s") for a in arms],
+        "P95": [a["metrics"]["latency"].get("p95_s") for a in arms],
+    }
     top = max([v for vs in lat.values() for v in vs if isinstance(v, (int, float))] + [1.0])
     html.append(grouped_bars(labels, lat, top=top, unit="s"))
     served = [(a["label"], a["metrics"]["served_latency"]) for a in arms if a["metrics"].get("served_latency")]
     for label, s in served:
-        html.append(f"<p>{escape(label)} through the embedded server (livestream, {s.get('n')} episodes): "
-                    f"P50 {_n(s.get('p50_s'), 2)} s, P95 {_n(s.get('p95_s'), 2)} s, score {_n(s.get('livestream'))}</p>")
+        html.append(
+            f"<p>{escape(label)} through the embedded server (livestream, {s.get('n')} episodes): "
+            f"P50 {_n(s.get('p50_s'), 2)} s, P95 {_n(s.get('p95_s'), 2)} s, score {_n(s.get('livestream'))}</p>"
+        )
     html.append("<h2>Compute</h2>")
-    html.append(grouped_bars(labels, {"train s": [a["compute"].get("train_s") for a in arms],
-                                      "eval s": [a["compute"].get("eval_s") for a in arms]}, top=1.0, unit="s"))
+    html.append(
+        grouped_bars(
+            labels,
+            {
+                "train s": [a["compute"].get("train_s") for a in arms],
+                "eval s": [a["compute"].get("eval_s") for a in arms],
+            },
+            top=1.0,
+            unit="s",
+        )
+    )
     c = results.get("compute", {})
-    html.append(f"<p class=meta>data {_n(c.get('data_s'), 0)} s · training {_n(c.get('train_s'), 0)} s · evaluation "
-                f"{_n(c.get('eval_s'), 0)} s · wall time of the last invocation {_n(c.get('wall_s'), 0)} s</p>")
+    html.append(
+        f"<p class=meta>data {_n(c.get('data_s'), 0)} s · training {_n(c.get('train_s'), 0)} s · evaluation "
+        f"{_n(c.get('eval_s'), 0)} s · wall time of the last invocation {_n(c.get('wall_s'), 0)} s</p>"
+    )
     html.append("</body></html>")
     return "\n".join(html)

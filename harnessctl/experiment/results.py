@@ -73,7 +73,12 @@ def _get(scores: dict[str, dict[str, Any]], arm: str, key: str) -> float | None:
 
 
 def _goal(goal: str, rule: str, ok: bool | None, numbers: str) -> dict[str, Any]:
-    return {"goal": goal, "rule": rule, "status": "n/a" if ok is None else ("met" if ok else "missed"), "numbers": numbers}
+    return {
+        "goal": goal,
+        "rule": rule,
+        "status": "n/a" if ok is None else ("met" if ok else "missed"),
+        "numbers": numbers,
+    }
 
 
 def judge_goals(scores: dict[str, dict[str, Any]], latency: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -84,12 +89,20 @@ def judge_goals(scores: dict[str, dict[str, Any]], latency: dict[str, Any] | Non
     g = []
     ls, var = _get(scores, "fixed-sft", "livestream"), _get(scores, "fixed-sft", "variant")
     ok = None if ls is None or var is None else var <= ls - 15
-    g.append(_goal("fixed-SFT collapses on edits", "variant <= livestream - 15", ok, f"variant {var} vs livestream {ls}"))
+    g.append(
+        _goal("fixed-SFT collapses on edits", "variant <= livestream - 15", ok, f"variant {var} vs livestream {ls}")
+    )
 
     ls, var = _get(scores, "hsa-sft", "livestream"), _get(scores, "hsa-sft", "variant")
     ok = None if ls is None or var is None else (var >= 0.95 * ls and ls >= 60)
-    g.append(_goal("HSA-SFT follows edits", "variant >= 0.95 x livestream, livestream >= 60", ok,
-                   f"variant {var} vs livestream {ls}"))
+    g.append(
+        _goal(
+            "HSA-SFT follows edits",
+            "variant >= 0.95 x livestream, livestream >= 60",
+            ok,
+            f"variant {var} vs livestream {ls}",
+        )
+    )
 
     base_if, sft_if, opd_if = (_get(scores, a, "ifeval") for a in ("base", "hsa-sft", "hsa-sft-opd"))
     sft_ls, opd_ls = _get(scores, "hsa-sft", "livestream"), _get(scores, "hsa-sft-opd", "livestream")
@@ -98,12 +111,16 @@ def judge_goals(scores: dict[str, dict[str, Any]], latency: dict[str, Any] | Non
     else:
         lost = base_if - sft_if
         recovered = opd_if - sft_if
-        numbers = (f"ifeval base {base_if}, HSA-SFT {sft_if}, +OPD {opd_if} (lost {lost:.1f}, recovered {recovered:.1f}); "
-                   f"livestream {sft_ls} -> {opd_ls}")
+        numbers = (
+            f"ifeval base {base_if}, HSA-SFT {sft_if}, +OPD {opd_if} (lost {lost:.1f}, recovered {recovered:.1f}); "
+            f"livestream {sft_ls} -> {opd_ls}"
+        )
         ok = None if lost <= 0 else (recovered >= 0.9 * lost and abs(opd_ls - sft_ls) <= 2.0)
         if lost <= 0:
             numbers += " — SFT lost no ifeval points, nothing to restore"
-    g.append(_goal("OPD restores general ability", ">= 90 % of the ifeval points SFT lost, livestream within 2", ok, numbers))
+    g.append(
+        _goal("OPD restores general ability", ">= 90 % of the ifeval points SFT lost, livestream within 2", ok, numbers)
+    )
 
     tf_rl, tf_sft = _get(scores, "hat", "tool_faults"), _get(scores, "hsa-sft-opd", "tool_faults")
     keep = [(_get(scores, "hat", k), _get(scores, "hsa-sft-opd", k)) for k in ("livestream", "variant")]
@@ -111,16 +128,30 @@ def judge_goals(scores: dict[str, dict[str, Any]], latency: dict[str, Any] | Non
         ok, numbers = None, "no numbers (an arm not run, or no such cases in the sample)"
     else:
         ok = tf_rl >= tf_sft + 5 and all(a >= b - HOLD_TOLERANCE for a, b in keep)  # type: ignore[operator]
-        numbers = (f"tool faults {tf_sft} -> {tf_rl}; livestream {keep[0][1]} -> {keep[0][0]}; "
-                   f"variant {keep[1][1]} -> {keep[1][0]}")
-    g.append(_goal("HSA-RL raises robustness", f"tool faults +5 over its parent, livestream and variant within {HOLD_TOLERANCE:g}",
-                   ok, numbers))
+        numbers = (
+            f"tool faults {tf_sft} -> {tf_rl}; livestream {keep[0][1]} -> {keep[0][0]}; "
+            f"variant {keep[1][1]} -> {keep[1][0]}"
+        )
+    g.append(
+        _goal(
+            "HSA-RL raises robustness",
+            f"tool faults +5 over its parent, livestream and variant within {HOLD_TOLERANCE:g}",
+            ok,
+            numbers,
+        )
+    )
 
     p50, p95 = (latency or {}).get("p50_s"), (latency or {}).get("p95_s")
     where = (latency or {}).get("where", "in process")
     ok = None if p95 is None else p95 < 15.0
-    g.append(_goal("final model within the latency budget", "P95 < 15 s per reply", ok,
-                   f"P50 {_s(p50)}, P95 {_s(p95)} ({where})"))
+    g.append(
+        _goal(
+            "final model within the latency budget",
+            "P95 < 15 s per reply",
+            ok,
+            f"P50 {_s(p50)}, P95 {_s(p95)} ({where})",
+        )
+    )
     return g
 
 
@@ -137,8 +168,10 @@ def markdown_table(results: dict[str, Any]) -> str:
     lines = [
         f"# HAT in miniature — study `{results['id']}` ({results['plan']['preset']})",
         "",
-        (f"Produced by `{results['command']}`. Scores 0-100 on suites v2, {results['eval_cases']} per suite per arm "
-        "(an even spread of each suite)."),
+        (
+            f"Produced by `{results['command']}`. Scores 0-100 on suites v2, {results['eval_cases']} per suite per arm "
+            "(an even spread of each suite)."
+        ),
         "",
         "| arm | livestream | variant | history v1 | history v2 | robustness | tool faults | ifeval | P50 | P95 | steps | train s | eval s |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -157,12 +190,26 @@ def markdown_table(results: dict[str, Any]) -> str:
         )
     for arm, label in (("hat", "paper: HAT"), ("fixed-sft", "paper: fixed-harness SFT")):
         p = PAPER[arm]
-        lines.append(f"| *{label}* | {_n(p.get('livestream'))} | {_n(p.get('variant'))} | — | — | — | — | {_n(p.get('ifeval'))} |"
-                     + " — |" * 5)
-    lines += ["", "The paper's LS-QA is our livestream suite, its Harness-Variant our variant suite.", "", "## Goals", ""]
+        lines.append(
+            f"| *{label}* | {_n(p.get('livestream'))} | {_n(p.get('variant'))} | — | — | — | — | {_n(p.get('ifeval'))} |"
+            + " — |" * 5
+        )
+    lines += [
+        "",
+        "The paper's LS-QA is our livestream suite, its Harness-Variant our variant suite.",
+        "",
+        "## Goals",
+        "",
+    ]
     for goal in results["goals"]:
         lines.append(f"- **{goal['status']}** — {goal['goal']} ({goal['rule']}): {goal['numbers']}")
     total = results.get("compute", {})
-    lines += ["", (f"Compute: data {total.get('data_s', 0):.0f} s, training {total.get('train_s', 0):.0f} s, "
-              f"evaluation {total.get('eval_s', 0):.0f} s; wall time of the last invocation {total.get('wall_s', 0):.0f} s."), ""]
+    lines += [
+        "",
+        (
+            f"Compute: data {total.get('data_s', 0):.0f} s, training {total.get('train_s', 0):.0f} s, "
+            f"evaluation {total.get('eval_s', 0):.0f} s; wall time of the last invocation {total.get('wall_s', 0):.0f} s."
+        ),
+        "",
+    ]
     return "\n".join(lines)

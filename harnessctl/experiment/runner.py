@@ -71,8 +71,9 @@ def open_study(plan: StudyPlan, root: str | Path) -> Path:
     new = plan.to_dict()
     if old is not None:
         old = {**new, **old}  # a field added since the study started could not have been chosen otherwise
-        diffs = plan_differences({k: v for k, v in old.items() if k != "ablations"},
-                                 {k: v for k, v in new.items() if k != "ablations"})
+        diffs = plan_differences(
+            {k: v for k, v in old.items() if k != "ablations"}, {k: v for k, v in new.items() if k != "ablations"}
+        )
         if diffs:
             raise StudyError(
                 f"{root / PLAN_FILE}: this study was started with another plan ({'; '.join(diffs[:3])}); "
@@ -102,7 +103,9 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
         if done and done.get("kept"):
             out[name] = done
             continue
-        say(f"data {name}: {plan.data_n} oracle trajectories {'under the shipped harness' if fixed else 'under HSA variants'}")
+        say(
+            f"data {name}: {plan.data_n} oracle trajectories {'under the shipped harness' if fixed else 'under HSA variants'}"
+        )
         started = time.perf_counter()
         spec = TrajectorySpec(n=plan.data_n, seed=plan.seed, variants=plan.data_variants, fixed_harness=fixed)
         summary = build_trajectories(harness, folder, spec)
@@ -119,7 +122,12 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     from trainer.config import ConfigError, load_config
 
     arm_dir = root / "arms" / arm.name
-    wiring: dict[str, Any] = {"out": str(arm_dir / "model"), "seed": plan.seed, "harness": plan.harness, "eval_suites": ""}
+    wiring: dict[str, Any] = {
+        "out": str(arm_dir / "model"),
+        "seed": plan.seed,
+        "harness": plan.harness,
+        "eval_suites": "",
+    }
     if arm.parent:
         wiring["model"] = str(root / "arms" / arm.parent / "model")
     elif plan.base_model:
@@ -155,14 +163,18 @@ def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -
     resume = last_checkpoint(model_dir) is not None
     if model_dir.exists() and not resume:
         shutil.rmtree(model_dir)  # stopped before its first checkpoint: start the stage again
-    say(f"arm {arm.name}: train {arm.stage} from {arm.parent or plan.base_model or 'scratch'}, {cfg.max_steps} steps"
-        + (" (resuming)" if resume else ""))
+    say(
+        f"arm {arm.name}: train {arm.stage} from {arm.parent or plan.base_model or 'scratch'}, {cfg.max_steps} steps"
+        + (" (resuming)" if resume else "")
+    )
     try:
         result = run_stage(arm.stage, cfg, resume=resume, progress=progress)
     except TrainError as e:
         raise StudyError(f"arm {arm.name} ({arm.stage}): {e}") from None
     if result.interrupted:
-        raise StudyInterrupted(f"arm {arm.name}: training interrupted at step {result.steps}; checkpoint {result.checkpoint}")
+        raise StudyInterrupted(
+            f"arm {arm.name}: training interrupted at step {result.steps}; checkpoint {result.checkpoint}"
+        )
     record = {k: v for k, v in result.to_dict().items() if k != "eval"}
     _write_json(arm_dir / TRAIN_FILE, record)
     return record
@@ -186,8 +198,14 @@ def _eval_progress(enabled: bool, label: str) -> Any:
         )
 
         tasks: dict[str, Any] = {}
-        with Progress(TextColumn(f"[bold]{label}[/] {{task.description}}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=Console(stderr=True)) as p:
+        with Progress(
+            TextColumn(f"[bold]{label}[/] {{task.description}}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+        ) as p:
+
             def update(suite: str, done: int, total: int) -> None:
                 if suite not in tasks:
                     tasks[suite] = p.add_task(suite, total=total)
@@ -213,8 +231,11 @@ def history_evals(plan: StudyPlan, root: Path) -> Path:
         source = suite_path("variant", plan.evals_dir)
         if not source.is_file():
             raise StudyError(f"{source}: suite file missing; rebuild the suites with `harnessctl eval build-suites`")
-        lines = [line for line in source.read_text(encoding="utf-8").splitlines(keepends=True)
-                 if '"history:v' in line and json.loads(line).get("harness", {}).get("kind") == "rev"]
+        lines = [
+            line
+            for line in source.read_text(encoding="utf-8").splitlines(keepends=True)
+            if '"history:v' in line and json.loads(line).get("harness", {}).get("kind") == "rev"
+        ]
         if not lines:
             raise StudyError(f"{source}: no case under the real history (history:v1/v2); rebuild the suites")
         folder.mkdir(parents=True, exist_ok=True)
@@ -224,7 +245,9 @@ def history_evals(plan: StudyPlan, root: Path) -> Path:
     return folder
 
 
-def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool, *, kind: str = "suites") -> tuple[Path, float]:
+def evaluate_arm(
+    plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool, *, kind: str = "suites"
+) -> tuple[Path, float]:
     """Evaluate the arm's model: ``suites`` (the four), ``history`` (the real-history slice) or
     ``served`` (livestream through the embedded OpenAI-compatible server); resumes a run stopped
     mid-way, skips a finished one. Returns the run folder and the seconds spent now."""
@@ -246,7 +269,9 @@ def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool
             from harnessctl.models.registry import resolve_model
             from harnessctl.models.server import EmbeddedServer
 
-            server = EmbeddedServer(resolve_model(f"local:{model_dir}"), model_name=arm.name, port=0, api_key=None).start()
+            server = EmbeddedServer(
+                resolve_model(f"local:{model_dir}"), model_name=arm.name, port=0, api_key=None
+            ).start()
             model, api_base, suites = f"openai/{arm.name}", server.url, ["livestream"]
         else:
             model, api_base = f"local:{model_dir}", None
@@ -254,8 +279,11 @@ def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool
         evals_dir = str(history_evals(plan, root)) if kind == "history" else plan.evals_dir
         limit = plan.history_limit if kind == "history" else plan.eval_limit
         what = "the real-history slice (v1, v2)" if kind == "history" else ", ".join(suites)
-        say(f"arm {arm.name}: evaluate on {what}" + (" through the embedded server" if served else "")
-            + (f", {limit} cases each" if limit else ""))
+        say(
+            f"arm {arm.name}: evaluate on {what}"
+            + (" through the embedded server" if served else "")
+            + (f", {limit} cases each" if limit else "")
+        )
         with _eval_progress(progress, f"eval {arm.name}") as update:
             if (run_dir / "manifest.json").is_file():
                 if served:  # the server's port changed: a served run restarts rather than resumes
@@ -264,9 +292,18 @@ def evaluate_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool
                     resume_eval(run_dir, jobs=plan.eval_jobs, progress=update)
             if not (run_dir / "manifest.json").is_file():
                 cfg = EvalConfig(
-                    suites=suites, model=model, api_base=api_base, jobs=plan.eval_jobs, limit=limit or None,
-                    cache=False, harness_path=plan.harness, evals_dir=evals_dir, runs_dir=str(runs_dir),
-                    max_tokens=plan.eval_max_tokens, seed=plan.seed, max_error_share=1.0,
+                    suites=suites,
+                    model=model,
+                    api_base=api_base,
+                    jobs=plan.eval_jobs,
+                    limit=limit or None,
+                    cache=False,
+                    harness_path=plan.harness,
+                    evals_dir=evals_dir,
+                    runs_dir=str(runs_dir),
+                    max_tokens=plan.eval_max_tokens,
+                    seed=plan.seed,
+                    max_error_share=1.0,
                 )
                 run_eval(cfg, run_id=run_id, progress=update)
     finally:
@@ -312,10 +349,20 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
         "chain_train_steps": train.get("steps", 0) + sum(p.get("train_steps", 0) for p in parents),
     }
     record = {
-        "name": arm.name, "label": arm.label, "stage": arm.stage, "parent": arm.parent, "data": arm.data,
-        "hsa": arm.hsa if arm.stage == "rl" else None, "ablation": arm.ablation, "status": "done",
-        "model": str(arm_dir / "model"), "eval_run": str(run_dir), "metrics": metrics, "compute": compute,
-        "curve": _curve(train.get("log", [])), "train_extra": train.get("extra", {}),
+        "name": arm.name,
+        "label": arm.label,
+        "stage": arm.stage,
+        "parent": arm.parent,
+        "data": arm.data,
+        "hsa": arm.hsa if arm.stage == "rl" else None,
+        "ablation": arm.ablation,
+        "status": "done",
+        "model": str(arm_dir / "model"),
+        "eval_run": str(run_dir),
+        "metrics": metrics,
+        "compute": compute,
+        "curve": _curve(train.get("log", [])),
+        "train_extra": train.get("extra", {}),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     _write_json(arm_dir / ARM_FILE, record)
@@ -329,7 +376,11 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
 
     try:
         metrics = arm_metrics(arm_dir / "eval" / "suites")
-    except (OSError, ValueError, RunError):  # the run folder was removed: keep the numbers written when the arm finished
+    except (
+        OSError,
+        ValueError,
+        RunError,
+    ):  # the run folder was removed: keep the numbers written when the arm finished
         return done
     history = arm_dir / "eval" / "history"
     if (history / "manifest.json").is_file():
@@ -337,8 +388,10 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
         for rev in ("v1", "v2"):
             metrics["slices"][f"history_{rev}"] = h["slices"][f"history_{rev}"]
         metrics["history"] = {k: v for k, v in h["families"].items() if k.startswith("history:")}
-        metrics["families"] = {**{k: v for k, v in metrics["families"].items() if not k.startswith("history:")},
-                               **metrics["history"]}
+        metrics["families"] = {
+            **{k: v for k, v in metrics["families"].items() if not k.startswith("history:")},
+            **metrics["history"],
+        }
         metrics["n"]["history"] = h["n"].get("variant", 0)
     served = arm_dir / "eval" / "served"
     if (served / "manifest.json").is_file():
@@ -375,7 +428,11 @@ def _curve(log: list[dict[str, Any]]) -> list[dict[str, float]]:
 
 
 def run_study(
-    plan: StudyPlan, root: str | Path, *, command: str = "harnessctl experiment hat", say: Say | None = None,
+    plan: StudyPlan,
+    root: str | Path,
+    *,
+    command: str = "harnessctl experiment hat",
+    say: Say | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run (or continue) the study ``plan`` describes under ``root``; writes ``results.json``,
@@ -384,7 +441,9 @@ def run_study(
     try:
         import trainer.stages  # noqa: F401 - the study needs the trainer
     except ImportError as e:
-        raise StudyError(f"the study needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'") from None
+        raise StudyError(
+            f"the study needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
+        ) from None
     try:
         plan = StudyPlan.from_dict(plan.to_dict())
     except PlanError as e:
@@ -405,8 +464,9 @@ def run_study(
     return results
 
 
-def collect(plan: StudyPlan, root: Path, records: list[dict[str, Any]], data: dict[str, Any], *, command: str,
-            wall_s: float) -> dict[str, Any]:
+def collect(
+    plan: StudyPlan, root: Path, records: list[dict[str, Any]], data: dict[str, Any], *, command: str, wall_s: float
+) -> dict[str, Any]:
     """``results.json``'s content: per-arm numbers, the goals, the compute."""
     table: dict[str, dict[str, Any]] = {}
     for r in records:

@@ -25,10 +25,28 @@ from .model import (
 from .render import RenderedHarness, render_harness, render_skill, render_tools
 
 __all__ = [
-    "Constraint", "Guard", "Harness", "HarnessError", "Hooks", "Issue", "MessageHook", "Prompt",
-    "PromptBlock", "RenderedHarness", "RetryHook", "Rule", "Skill", "SkillLoader", "Tool",
-    "build_harness", "is_harness_dir", "load_harness", "read_documents", "render_harness",
-    "render_skill", "render_tools",
+    "Constraint",
+    "Guard",
+    "Harness",
+    "HarnessError",
+    "Hooks",
+    "Issue",
+    "MessageHook",
+    "Prompt",
+    "PromptBlock",
+    "RenderedHarness",
+    "RetryHook",
+    "Rule",
+    "Skill",
+    "SkillLoader",
+    "Tool",
+    "build_harness",
+    "is_harness_dir",
+    "load_harness",
+    "read_documents",
+    "render_harness",
+    "render_skill",
+    "render_tools",
 ]
 
 # Versions in git and the semantic diff.
@@ -44,8 +62,18 @@ from .diff import (  # noqa: E402
 from .store import HarnessStore, LogEntry, ResolvedHarness, StoreError, Version, is_version_name  # noqa: E402
 
 __all__ += [
-    "Change", "HarnessDiff", "HarnessStore", "LogEntry", "ParameterChange", "ResolvedHarness",
-    "StoreError", "Version", "WordSpan", "compare_parameters", "diff_harnesses", "is_version_name",
+    "Change",
+    "HarnessDiff",
+    "HarnessStore",
+    "LogEntry",
+    "ParameterChange",
+    "ResolvedHarness",
+    "StoreError",
+    "Version",
+    "WordSpan",
+    "compare_parameters",
+    "diff_harnesses",
+    "is_version_name",
     "word_diff",
 ]
 
@@ -56,7 +84,14 @@ from .starter import write_starter  # noqa: E402
 from .validate import HarnessCheck, check_harness_dir, validate_documents, validate_harness_dir  # noqa: E402
 
 __all__ += [
-    "HarnessCheck", "check_harness_dir", "get_backend", "known_backends", "register_backend",
-    "render_harness_files", "save_harness", "validate_documents", "validate_harness_dir",
+    "HarnessCheck",
+    "check_harness_dir",
+    "get_backend",
+    "known_backends",
+    "register_backend",
+    "render_harness_files",
+    "save_harness",
+    "validate_documents",
+    "validate_harness_dir",
     "write_starter",
 ]

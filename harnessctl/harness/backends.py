@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .errors import HarnessError, Issue
 
@@ -57,9 +57,7 @@ def register_backend(name: str) -> Callable[[B], B]:
     def decorate(fn: B) -> B:
         current = _REGISTRY.get(name)
         if current is not None and not _same_function(current, fn):
-            raise ValueError(
-                f"backend {name!r} is already registered by {current.__module__}.{current.__qualname__}"
-            )
+            raise ValueError(f"backend {name!r} is already registered by {current.__module__}.{current.__qualname__}")
         _REGISTRY[name] = fn
         return fn
 

@@ -34,8 +34,9 @@ import bisect
 import difflib
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .model import Guard, Harness, Skill, Tool
 
@@ -52,8 +53,16 @@ _BUMP_RANK = {None: 0, PATCH: 1, MINOR: 2, MAJOR: 3}
 
 #: Element kinds, in the order a reviewer reads them.
 ELEMENTS = (
-    "harness", "variable", "skill_loader", "prompt_block", "constraint",
-    "skill", "rule", "tool", "hook", "guard",
+    "harness",
+    "variable",
+    "skill_loader",
+    "prompt_block",
+    "constraint",
+    "skill",
+    "rule",
+    "tool",
+    "hook",
+    "guard",
 )
 
 
@@ -83,7 +92,13 @@ class ParameterChange:
     to: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"parameter": self.parameter, "kind": self.kind, "breaking": self.breaking, "from": self.from_, "to": self.to}
+        return {
+            "parameter": self.parameter,
+            "kind": self.kind,
+            "breaking": self.breaking,
+            "from": self.from_,
+            "to": self.to,
+        }
 
 
 @dataclass
@@ -116,7 +131,13 @@ class Change:
         return f"{self.parent}.{self.key}" if self.parent else self.key
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": self.kind, "element": self.element, "key": self.key, "from": self.from_, "to": self.to}
+        d: dict[str, Any] = {
+            "kind": self.kind,
+            "element": self.element,
+            "key": self.key,
+            "from": self.from_,
+            "to": self.to,
+        }
         if self.field is not None:
             d["field"] = self.field
         if self.parent is not None:
@@ -177,7 +198,9 @@ class HarnessDiff:
 # -- the diff ----------------------------------------------------------------------------
 
 
-def diff_harnesses(a: Harness, b: Harness, *, from_label: str | None = None, to_label: str | None = None) -> HarnessDiff:
+def diff_harnesses(
+    a: Harness, b: Harness, *, from_label: str | None = None, to_label: str | None = None
+) -> HarnessDiff:
     """The semantic changes that turn harness ``a`` into harness ``b``.
 
     The ``version:`` field itself is not a change: it names the harness, it does not shape it.
@@ -191,7 +214,10 @@ def diff_harnesses(a: Harness, b: Harness, *, from_label: str | None = None, to_
     changes += _variables(a.variables, b.variables)
     changes += _skill_loader(a, b)
     changes += _keyed(
-        "prompt_block", a.prompt.blocks, b.prompt.blocks, lambda x, y: _text_field("prompt_block", x.key, "text", x.text, y.text),
+        "prompt_block",
+        a.prompt.blocks,
+        b.prompt.blocks,
+        lambda x, y: _text_field("prompt_block", x.key, "text", x.text, y.text),
         describe=lambda blk: blk.text,
     )
     changes += _constraints(a, b)
@@ -264,9 +290,12 @@ def _skill_changes(a: Skill, b: Skill) -> list[Change]:
         out.append(Change(RENAMED, "skill", b.key, a.name, b.name))
     out += _text_field("skill", b.key, "description", a.description, b.description)
     out += _keyed(
-        "rule", a.rules, b.rules,
+        "rule",
+        a.rules,
+        b.rules,
         lambda x, y: _text_field("rule", x.key, "text", x.text, y.text, parent=b.key),
-        describe=lambda r: r.text, parent=b.key,
+        describe=lambda r: r.text,
+        parent=b.key,
     )
     if a.tools != b.tools:
         if set(a.tools) == set(b.tools):
@@ -288,8 +317,13 @@ def _tool_changes(a: Tool, b: Tool) -> list[Change]:
     if params:
         out.append(
             Change(
-                PARAMETERS_CHANGED, "tool", b.key, a.parameters, b.parameters,
-                breaking=any(p.breaking for p in params), parameters=params,
+                PARAMETERS_CHANGED,
+                "tool",
+                b.key,
+                a.parameters,
+                b.parameters,
+                breaking=any(p.breaking for p in params),
+                parameters=params,
             )
         )
     return out
@@ -307,7 +341,9 @@ def _hooks(a: Harness, b: Harness) -> list[Change]:
                 out += _text_field("hook", section, f.name, va, vb)
             else:
                 out.append(Change(CHANGED, "hook", section, va, vb, field=f.name))
-    out += _keyed("guard", _guard_items(a.hooks.guards), _guard_items(b.hooks.guards), _guard_changes, describe=_describe_guard)
+    out += _keyed(
+        "guard", _guard_items(a.hooks.guards), _guard_items(b.hooks.guards), _guard_changes, describe=_describe_guard
+    )
     return out
 
 
@@ -489,8 +525,18 @@ _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minPro
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 _RESTRICTIONS = ("pattern", "format", "const", "multipleOf")
 _ANNOTATIONS = ("title", "default", "examples", "$comment")
-_HANDLED = {"type", "enum", "description", "properties", "required", "items",
-            *_LOWER_BOUNDS, *_UPPER_BOUNDS, *_RESTRICTIONS, *_ANNOTATIONS}
+_HANDLED = {
+    "type",
+    "enum",
+    "description",
+    "properties",
+    "required",
+    "items",
+    *_LOWER_BOUNDS,
+    *_UPPER_BOUNDS,
+    *_RESTRICTIONS,
+    *_ANNOTATIONS,
+}
 
 
 def compare_parameters(a: dict[str, Any], b: dict[str, Any]) -> list[ParameterChange]:
@@ -518,7 +564,11 @@ def _schema_changes(path: str, a: dict[str, Any], b: dict[str, Any]) -> list[Par
     ta, tb = _types(a.get("type")), _types(b.get("type"))
     if ta != tb:
         widened = bool(ta) and (not tb or ta < tb)
-        out.append(ParameterChange(where, "type_widened" if widened else "type_changed", not widened, a.get("type"), b.get("type")))
+        out.append(
+            ParameterChange(
+                where, "type_widened" if widened else "type_changed", not widened, a.get("type"), b.get("type")
+            )
+        )
     out += _enum_changes(where, a.get("enum"), b.get("enum"))
     if a.get("description") != b.get("description"):
         out.append(ParameterChange(where, "description_changed", False, a.get("description"), b.get("description")))
@@ -536,11 +586,23 @@ def _schema_changes(path: str, a: dict[str, Any], b: dict[str, Any]) -> list[Par
                 tightened = vb > va if lower else vb < va
             except TypeError:
                 tightened = True
-        out.append(ParameterChange(f"{where}:{k}", "constraint_tightened" if tightened else "constraint_loosened", tightened, va, vb))
+        out.append(
+            ParameterChange(
+                f"{where}:{k}", "constraint_tightened" if tightened else "constraint_loosened", tightened, va, vb
+            )
+        )
     for k in _RESTRICTIONS:
         va, vb = a.get(k), b.get(k)
         if va != vb:
-            out.append(ParameterChange(f"{where}:{k}", "constraint_loosened" if vb is None else "constraint_changed", vb is not None, va, vb))
+            out.append(
+                ParameterChange(
+                    f"{where}:{k}",
+                    "constraint_loosened" if vb is None else "constraint_changed",
+                    vb is not None,
+                    va,
+                    vb,
+                )
+            )
     for k in _ANNOTATIONS:
         if a.get(k) != b.get(k):
             out.append(ParameterChange(f"{where}:{k}", "annotation_changed", False, a.get(k), b.get(k)))
@@ -648,9 +710,16 @@ def _describe_guard(g: _KeyedGuard) -> dict[str, Any]:
 
 
 _ELEMENT_WORDS = {
-    "prompt_block": "block", "skill_loader": "skill loader", "variable": "variable",
-    "constraint": "constraint", "harness": "harness", "skill": "skill", "rule": "rule",
-    "tool": "tool", "hook": "hook", "guard": "guard",
+    "prompt_block": "block",
+    "skill_loader": "skill loader",
+    "variable": "variable",
+    "constraint": "constraint",
+    "harness": "harness",
+    "skill": "skill",
+    "rule": "rule",
+    "tool": "tool",
+    "hook": "hook",
+    "guard": "guard",
 }
 
 
@@ -671,7 +740,9 @@ def summary_phrases(changes: Iterable[Change]) -> list[str]:
                 phrases.append(f"skill {c.key} tools reordered")
             else:
                 where = f"after {c.after}" if c.after else "first"
-                phrases.append(f"{word} {c.path} moved {where}" if c.from_ == c.to else f"{word} {c.path} moved {c.from_}→{c.to}")
+                phrases.append(
+                    f"{word} {c.path} moved {where}" if c.from_ == c.to else f"{word} {c.path} moved {c.from_}→{c.to}"
+                )
         elif c.kind == PARAMETERS_CHANGED:
             phrases.append(f"tool {c.key} parameters changed" + (" (breaking)" if c.breaking else ""))
         elif c.element == "rule" and c.words is not None:

@@ -40,11 +40,17 @@ _SECTIONS = (
     ("Harness", ("harness", "variable", "skill_loader")),
 )
 _WORDS = {
-    "prompt_block": "block", "skill_loader": "skill loader", "variable": "variable", "constraint": "constraint",
-    "harness": "harness", "skill": "skill", "rule": "rule", "tool": "tool", "hook": "hook", "guard": "guard",
+    "prompt_block": "block",
+    "skill_loader": "skill loader",
+    "variable": "variable",
+    "constraint": "constraint",
+    "harness": "harness",
+    "skill": "skill",
+    "rule": "rule",
+    "tool": "tool",
+    "hook": "hook",
+    "guard": "guard",
 }
-
-
 
 
 def _header(d: HarnessDiff) -> Text:
@@ -89,7 +95,12 @@ def print_diff(d: HarnessDiff, console: Console) -> None:
     by_kind: dict[str, int] = {}
     for c in d.changes:
         by_kind[c.kind] = by_kind.get(c.kind, 0) + 1
-    console.print(Text(f"{len(d.changes)} changes: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in by_kind.items()), style="dim"))
+    console.print(
+        Text(
+            f"{len(d.changes)} changes: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in by_kind.items()),
+            style="dim",
+        )
+    )
     for title, elements in _SECTIONS:
         changes = [c for c in d.changes if c.element in elements]
         if not changes:
@@ -147,7 +158,9 @@ def _change_lines(c: Change, plain: bool) -> list[Text]:
             if v not in c.to:
                 head.append(f" -{v}", style="red")
     else:
-        head.append(f"  {c.field} ").append(_short(c.from_), style="red").append(" → ").append(_short(c.to), style="green")
+        head.append(f"  {c.field} ").append(_short(c.from_), style="red").append(" → ").append(
+            _short(c.to), style="green"
+        )
     return [head.append_text(impact), *lines]
 
 

@@ -53,9 +53,7 @@ def harness_files(root: str | Path) -> list[str]:
     for sub in (SKILLS_DIR, TOOLS_DIR):
         d = root / sub
         if d.is_dir() and not d.is_symlink():  # a linked folder is refused by read_documents
-            files += sorted(
-                f"{sub}/{p.name}" for p in d.iterdir() if p.suffix in (".yaml", ".yml")
-            )
+            files += sorted(f"{sub}/{p.name}" for p in d.iterdir() if p.suffix in (".yaml", ".yml"))
     return files
 
 
@@ -71,7 +69,11 @@ def read_documents(root: str | Path, *, round_trip: bool = True) -> dict[str, An
         raise HarnessError(Issue(str(root), "no such harness folder", hint="check the path or run `harnessctl init`"))
     if not is_harness_dir(root):
         raise HarnessError(
-            Issue(str(root / HARNESS_FILE), "missing harness.yaml", hint="a harness folder needs a harness.yaml; run `harnessctl init PATH` to create one")
+            Issue(
+                str(root / HARNESS_FILE),
+                "missing harness.yaml",
+                hint="a harness folder needs a harness.yaml; run `harnessctl init PATH` to create one",
+            )
         )
     docs: dict[str, Any] = {}
     issues: list[Issue] = folder_issues(root, (SKILLS_DIR, TOOLS_DIR))

@@ -175,6 +175,6 @@ class Harness:
                 return s
         return None
 
-    def copy(self) -> "Harness":
+    def copy(self) -> Harness:
         """A deep copy, safe to perturb (augmentation works on copies)."""
         return copy.deepcopy(self)

@@ -78,8 +78,7 @@ def render_system_prompt(h: Harness, ctx: dict[str, Any] | None = None) -> str:
     parts = [fill_template(b.text, ctx).strip() for b in h.prompt.blocks]
     if h.skills:
         parts.append(
-            f"Skills (call {h.skill_loader.name} with the skill name before answering):\n"
-            + render_skill_catalog(h)
+            f"Skills (call {h.skill_loader.name} with the skill name before answering):\n" + render_skill_catalog(h)
         )
     return "\n\n".join(p for p in parts if p)
 

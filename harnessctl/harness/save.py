@@ -27,9 +27,9 @@ is written to harness.yaml, so a reorder is a one-line change, never a renamed f
 from __future__ import annotations
 
 import copy
-import re
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -47,7 +47,16 @@ from ruamel.yaml.scalarstring import (
 )
 
 from .errors import HarnessError, Issue
-from .loader import HARNESS_FILE, HOOKS_FILE, PROMPT_FILE, SKILLS_DIR, TOOLS_DIR, build_harness, is_harness_dir, read_documents
+from .loader import (
+    HARNESS_FILE,
+    HOOKS_FILE,
+    PROMPT_FILE,
+    SKILLS_DIR,
+    TOOLS_DIR,
+    build_harness,
+    is_harness_dir,
+    read_documents,
+)
 from .model import Guard, Harness
 from .yamlio import dump_yaml, folder_issues, parse_yaml, parse_yaml_data
 
@@ -218,11 +227,18 @@ def _file_names(h: Harness, base_docs: dict[str, Any]) -> tuple[dict[str, str], 
     names: dict[str, str] = {}
     order: dict[str, list[str]] = {}
     base_order = _mapping_of(_mapping_of(base_docs.get(HARNESS_FILE)).get("order"))
-    for kind, folder, keys in (("skill", SKILLS_DIR, [s.key for s in h.skills]), ("tool", TOOLS_DIR, [t.key for t in h.tools])):
+    for kind, folder, keys in (
+        ("skill", SKILLS_DIR, [s.key for s in h.skills]),
+        ("tool", TOOLS_DIR, [t.key for t in h.tools]),
+    ):
         chosen: list[str] = []
         for key in keys:
             found = next(
-                (rel for rel, d in base_docs.items() if rel.startswith(folder + "/") and isinstance(d, dict) and d.get("key") == key),
+                (
+                    rel
+                    for rel, d in base_docs.items()
+                    if rel.startswith(folder + "/") and isinstance(d, dict) and d.get("key") == key
+                ),
                 None,
             )
             chosen.append(found or "")
@@ -266,7 +282,11 @@ def _render(rel: str, new: dict[str, Any], old: Any) -> str:
         return dump_yaml(_fresh(new))
     except YAMLError as e:  # a value YAML cannot hold, e.g. an arbitrary Python object
         raise HarnessError(
-            Issue(rel, f"cannot write this file: {e}", hint="harness values are text, numbers, true/false, lists and mappings")
+            Issue(
+                rel,
+                f"cannot write this file: {e}",
+                hint="harness values are text, numbers, true/false, lists and mappings",
+            )
         ) from None
 
 
@@ -471,7 +491,11 @@ def _check_target(target: Path) -> None:
         raise HarnessError(Issue(str(target), "exists and is not a folder", hint="choose another folder"))
     if not is_harness_dir(target) and any(target.iterdir()):
         raise HarnessError(
-            Issue(str(target), "folder is not empty and holds no harness", hint="save into a new folder, an empty one, or a harness folder")
+            Issue(
+                str(target),
+                "folder is not empty and holds no harness",
+                hint="save into a new folder, an empty one, or a harness folder",
+            )
         )
     issues = folder_issues(target, (SKILLS_DIR, TOOLS_DIR))
     for rel in (HARNESS_FILE, PROMPT_FILE, HOOKS_FILE):

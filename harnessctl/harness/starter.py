@@ -207,7 +207,11 @@ def write_starter(path: str | Path, *, name: str | None = None) -> list[str]:
     name = name if name is not None else harness_name_for(target)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}", name):
         raise HarnessError(
-            Issue(HARNESS_FILE, f"{name!r} is not a valid harness name", hint="use letters, digits, _, . or -, at most 64 characters")
+            Issue(
+                HARNESS_FILE,
+                f"{name!r} is not a valid harness name",
+                hint="use letters, digits, _, . or -, at most 64 characters",
+            )
         )
     if target.exists() and not target.is_dir():
         raise HarnessError(Issue(str(target), "exists and is not a folder", hint="choose a new folder for the harness"))

@@ -66,7 +66,13 @@ class Version:
     tag: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "commit": self.commit, "date": self.date.isoformat(), "message": self.message, "tag": self.tag}
+        return {
+            "name": self.name,
+            "commit": self.commit,
+            "date": self.date.isoformat(),
+            "message": self.message,
+            "tag": self.tag,
+        }
 
 
 @dataclass
@@ -85,7 +91,13 @@ class ResolvedHarness:
     path: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "label": self.label, "commit": self.commit, "version": self.version, "path": self.path}
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "commit": self.commit,
+            "version": self.version,
+            "path": self.path,
+        }
 
 
 @dataclass(frozen=True)
@@ -109,8 +121,14 @@ class LogEntry:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "label": self.label, "version": self.version, "commit": self.commit, "date": self.date.isoformat(),
-            "author": self.author, "message": self.message, "summary": self.summary, "since": self.since,
+            "label": self.label,
+            "version": self.version,
+            "commit": self.commit,
+            "date": self.date.isoformat(),
+            "author": self.author,
+            "message": self.message,
+            "summary": self.summary,
+            "since": self.since,
         }
 
 
@@ -163,7 +181,11 @@ class HarnessStore:
 
         if self.harness_dir is None:
             raise StoreError(
-                Issue("(harness)", "no harness folder to look up versions for", hint="pass -H PATH or run inside a harness folder")
+                Issue(
+                    "(harness)",
+                    "no harness folder to look up versions for",
+                    hint="pass -H PATH or run inside a harness folder",
+                )
             )
         where = str(self.harness_dir)
         if not self.harness_dir.is_dir():
@@ -172,14 +194,20 @@ class HarnessStore:
             repo = git.Repo(self.harness_dir, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise StoreError(
-                Issue(where, "not inside a git repository", hint="versions live in git: run `git init` and commit the harness, or compare folders instead")
+                Issue(
+                    where,
+                    "not inside a git repository",
+                    hint="versions live in git: run `git init` and commit the harness, or compare folders instead",
+                )
             ) from None
         if repo.bare or repo.working_tree_dir is None:
             raise StoreError(Issue(where, "the git repository has no work tree"))
         try:
             rel = self.harness_dir.resolve().relative_to(Path(repo.working_tree_dir).resolve())
         except ValueError:
-            raise StoreError(Issue(where, f"the harness folder is outside the work tree of {repo.working_tree_dir}")) from None
+            raise StoreError(
+                Issue(where, f"the harness folder is outside the work tree of {repo.working_tree_dir}")
+            ) from None
         self._repo, self._rel = repo, rel.as_posix() if str(rel) != "." else ""
 
     def _path(self, name: str) -> str:
@@ -340,7 +368,9 @@ class HarnessStore:
         if ref is None:
             if self.harness_dir is None:
                 raise StoreError(Issue("(harness)", "no harness folder given", hint="pass -H PATH"))
-            return ResolvedHarness(_load_folder(self.harness_dir), "folder", str(self.harness_dir), path=str(self.harness_dir))
+            return ResolvedHarness(
+                _load_folder(self.harness_dir), "folder", str(self.harness_dir), path=str(self.harness_dir)
+            )
         folder = Path(ref)
         if folder.is_dir():
             if is_version_name(ref) and self._repo_available():
@@ -355,14 +385,18 @@ class HarnessStore:
         commit = self._commit(ref) if self._has_head() else None
         if commit is None:
             known = [v.name for v in self.list_versions()]
-            hint = f"known versions: {', '.join(known)}" if known else "no versions yet: mark one with `harnessctl tag v1`"
+            hint = (
+                f"known versions: {', '.join(known)}" if known else "no versions yet: mark one with `harnessctl tag v1`"
+            )
             raise StoreError(Issue(self.rel or ".", f"unknown version, revision or folder {ref!r}", hint=hint))
         label = commit.hexsha[:7] if re.fullmatch(r"[0-9a-fA-F]{7,40}", ref) else ref
         version = next((v.name for v in self.list_versions() if v.commit == commit.hexsha), None)
         return ResolvedHarness(self._load_commit(commit), "revision", label, commit=commit.hexsha, version=version)
 
     def _from_version(self, v: Version) -> ResolvedHarness:
-        return ResolvedHarness(self._load_commit(self.repo.commit(v.commit)), "version", v.name, commit=v.commit, version=v.name)
+        return ResolvedHarness(
+            self._load_commit(self.repo.commit(v.commit)), "version", v.name, commit=v.commit, version=v.name
+        )
 
     def _repo_available(self) -> bool:
         try:
@@ -401,7 +435,9 @@ class HarnessStore:
             # A version is summarized against the previous version (what the release holds),
             # an unversioned commit against the entry before it (what that commit did).
             base = previous_version if version else previous
-            summary, current = self._summarize(commit, base[1] if base else None, first="first version" if version else "harness created")
+            summary, current = self._summarize(
+                commit, base[1] if base else None, first="first version" if version else "harness created"
+            )
             if current is not None:
                 previous = (label, current)
                 if version:
@@ -410,9 +446,14 @@ class HarnessStore:
                 continue  # only loaded to summarize the oldest entry shown
             entries.append(
                 LogEntry(
-                    label=label, version=version, commit=commit.hexsha,
-                    date=commit.committed_datetime, author=str(commit.author.name), message=str(commit.summary),
-                    summary=summary, since=base[0] if base and current is not None else None,
+                    label=label,
+                    version=version,
+                    commit=commit.hexsha,
+                    date=commit.committed_datetime,
+                    author=str(commit.author.name),
+                    message=str(commit.summary),
+                    summary=summary,
+                    since=base[0] if base and current is not None else None,
                 )
             )
         entries.reverse()
@@ -444,19 +485,31 @@ class HarnessStore:
         """
         where = self.rel or "."
         if not is_version_name(version):
-            raise StoreError(Issue(where, f"{version!r} is not a version name", hint="use v<number> (v4) or a semantic version (1.4.0)"))
+            raise StoreError(
+                Issue(
+                    where, f"{version!r} is not a version name", hint="use v<number> (v4) or a semantic version (1.4.0)"
+                )
+            )
         if not self._has_head():
             raise StoreError(Issue(where, "the repository has no commits yet", hint="commit the harness first"))
         existing = self.find_version(version)
         if existing is not None:
             raise StoreError(
-                Issue(where, f"version {version} already exists (commit {existing.commit[:7]}, {existing.date:%Y-%m-%d})", hint="choose a new version name")
+                Issue(
+                    where,
+                    f"version {version} already exists (commit {existing.commit[:7]}, {existing.date:%Y-%m-%d})",
+                    hint="choose a new version name",
+                )
             )
         dirty = self._uncommitted()
         if dirty:
             shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
             raise StoreError(
-                Issue(where, f"uncommitted changes under the harness folder: {shown}", hint="commit (or discard) them, then tag the committed state")
+                Issue(
+                    where,
+                    f"uncommitted changes under the harness folder: {shown}",
+                    hint="commit (or discard) them, then tag the committed state",
+                )
             )
         head = self.repo.head.commit
         try:
@@ -465,7 +518,14 @@ class HarnessStore:
             raise
         except HarnessError as e:
             raise StoreError(
-                [Issue(where, f"refusing to tag {version}: the committed harness is invalid", hint="fix these errors, commit, and tag again"), *e.issues]
+                [
+                    Issue(
+                        where,
+                        f"refusing to tag {version}: the committed harness is invalid",
+                        hint="fix these errors, commit, and tag again",
+                    ),
+                    *e.issues,
+                ]
             ) from None
         tag_name = self._free_tag_name(version, harness.name)
         subject = f"{harness.name} {version}" + (f": {message.strip()}" if message.strip() else "")
@@ -484,7 +544,13 @@ class HarnessStore:
         for candidate in (version, f"{harness_name}/{version}"):
             if candidate not in names:
                 return candidate
-        raise StoreError(Issue(self.rel or ".", f"git tags {version} and {harness_name}/{version} both exist already", hint="choose a new version name"))
+        raise StoreError(
+            Issue(
+                self.rel or ".",
+                f"git tags {version} and {harness_name}/{version} both exist already",
+                hint="choose a new version name",
+            )
+        )
 
     def _write_version_and_tag(self, version: str, tag_name: str, subject: str, head_before: str) -> None:
         import git
@@ -508,7 +574,11 @@ class HarnessStore:
             if isinstance(e, git.GitCommandError):
                 detail = (e.stderr or str(e)).strip().splitlines()
                 raise StoreError(
-                    Issue(self._path(HARNESS_FILE), f"git refused the version commit: {detail[-1] if detail else e}", hint="nothing was changed; fix the git problem and tag again")
+                    Issue(
+                        self._path(HARNESS_FILE),
+                        f"git refused the version commit: {detail[-1] if detail else e}",
+                        hint="nothing was changed; fix the git problem and tag again",
+                    )
                 ) from None
             raise
 
@@ -536,11 +606,17 @@ def _materialize(tree: Any, dest: Path, where: str) -> None:
     count = total = 0
     prefix = f"{tree.path}/" if tree.path else ""
     for item in tree.traverse():
-        inner = item.path[len(prefix):] if prefix and item.path.startswith(prefix) else item.path
+        inner = item.path[len(prefix) :] if prefix and item.path.startswith(prefix) else item.path
         parts = PurePosixPath(inner).parts
         shown = f"{where}/{inner}" if where and not where.endswith(":") else f"{where}{inner}"
         if not parts or any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts) or inner.startswith("/"):
-            raise StoreError(Issue(shown, "path would leave the harness folder", hint="a harness folder holds only plain files inside it"))
+            raise StoreError(
+                Issue(
+                    shown,
+                    "path would leave the harness folder",
+                    hint="a harness folder holds only plain files inside it",
+                )
+            )
         target = dest.joinpath(*parts)
         if not target.resolve().is_relative_to(base):
             raise StoreError(Issue(shown, "path would leave the harness folder"))
@@ -549,13 +625,21 @@ def _materialize(tree: Any, dest: Path, where: str) -> None:
             continue
         if item.type != "blob" or item.mode == _LINK_MODE:
             what = "a symbolic link" if item.type == "blob" else "a submodule"
-            raise StoreError(Issue(shown, f"is {what}; a harness folder in git holds regular files only", hint="replace it with a plain file"))
+            raise StoreError(
+                Issue(
+                    shown,
+                    f"is {what}; a harness folder in git holds regular files only",
+                    hint="replace it with a plain file",
+                )
+            )
         if item.mode not in _REGULAR_MODES:
             raise StoreError(Issue(shown, "is not a regular file"))
         count += 1
         total += item.size
         if count > MAX_TREE_FILES or total > MAX_TREE_BYTES:
-            raise StoreError(Issue(where, f"the harness folder is too large (over {MAX_TREE_FILES} files or {MAX_TREE_BYTES} bytes)"))
+            raise StoreError(
+                Issue(where, f"the harness folder is too large (over {MAX_TREE_FILES} files or {MAX_TREE_BYTES} bytes)")
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "xb") as f:  # "x": never overwrite or follow what is already there
             f.write(item.data_stream.read())
@@ -577,7 +661,7 @@ def _relocate(issue: Issue, tmp: str, where: str) -> Issue:
     tmp_real = os.path.realpath(tmp)
     for root in (tmp, tmp_real):
         if file.startswith(root):
-            file = file[len(root):].lstrip("/")
+            file = file[len(root) :].lstrip("/")
             break
     joined = f"{where}/{file}" if file and not where.endswith(":") else f"{where}{file}"
     return replace(issue, file=joined.rstrip("/"))

@@ -89,8 +89,18 @@ JSON_SCHEMA_KEYWORDS = frozenset(
     dependencies additionalItems""".split()
 )
 _ONE_SUBSCHEMA = (
-    "additionalProperties", "items", "contains", "propertyNames", "not", "if", "then", "else",
-    "unevaluatedItems", "unevaluatedProperties", "contentSchema", "additionalItems",
+    "additionalProperties",
+    "items",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+    "additionalItems",
 )
 _MAP_OF_SUBSCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _LIST_OF_SUBSCHEMAS = ("allOf", "anyOf", "oneOf", "prefixItems")
@@ -278,7 +288,9 @@ def _describe(rel: str, doc: Any, error: ValidationError, prefix: tuple[Any, ...
         for name in vv:
             if name in inst:
                 continue
-            if schema.get("additionalProperties") is False and difflib.get_close_matches(name, unknown, n=1, cutoff=0.6):
+            if schema.get("additionalProperties") is False and difflib.get_close_matches(
+                name, unknown, n=1, cutoff=0.6
+            ):
                 continue  # a misspelt field: its "unknown field ... did you mean" issue says it all
             what = props.get(name, {}).get("description", "") if isinstance(props.get(name), dict) else ""
             hint = f"add `{name}:`" + (f" ({_lower_first(what)})" if what else "")
@@ -293,7 +305,9 @@ def _describe(rel: str, doc: Any, error: ValidationError, prefix: tuple[Any, ...
         return [issue(f"{label}expected {words}, found {_describe_value(inst)}", hint=hint)]
     if v == "enum":
         options = ", ".join(str(o) for o in vv)
-        return [issue(f"{label}{_short(inst)} is not one of: {options}", hint=_did_you_mean(inst, [str(o) for o in vv]))]
+        return [
+            issue(f"{label}{_short(inst)} is not one of: {options}", hint=_did_you_mean(inst, [str(o) for o in vv]))
+        ]
     if v == "const":
         hint = "tool arguments are always an object: `type: object`" if path == ("parameters", "type") else ""
         return [issue(f"{label}must be {_short(vv)}, found {_short(inst)}", hint=hint)]
@@ -335,7 +349,12 @@ def _describe(rel: str, doc: Any, error: ValidationError, prefix: tuple[Any, ...
         return [issue(f"{what} needs exactly one of {either}{found}")]
     if v == "anyOf" and path and path[-1] == "type" and "parameters" in path:
         bad = inst if isinstance(inst, str) else _short(inst)
-        return [issue(f"{_short(bad)} is not a JSON Schema type", hint=_did_you_mean(bad, _JSON_TYPES) or f"types: {', '.join(_JSON_TYPES)}")]
+        return [
+            issue(
+                f"{_short(bad)} is not a JSON Schema type",
+                hint=_did_you_mean(bad, _JSON_TYPES) or f"types: {', '.join(_JSON_TYPES)}",
+            )
+        ]
     if v is None or schema is False:
         return [issue(f"{label}not allowed here")]
     return [issue(f"{label}{error.message}")]
@@ -367,7 +386,8 @@ def _parameter_issues(rel: str, doc: dict[str, Any]) -> list[Issue]:
                         line,
                         col,
                         _json_path((*path, k)),
-                        _did_you_mean(k, JSON_SCHEMA_KEYWORDS) or "see https://json-schema.org/draft/2020-12 for the keywords",
+                        _did_you_mean(k, JSON_SCHEMA_KEYWORDS)
+                        or "see https://json-schema.org/draft/2020-12 for the keywords",
                     )
                 )
         props = schema.get("properties")
@@ -417,9 +437,7 @@ class _CrossFileChecks:
         loader = _mapping(self.top.get("skill_loader"))
         self.loader_name = _text(loader, "name") or SkillLoader.name
         self.tool_keys = {k: r for r, d in self.tools if (k := _text(d, "key")) is not None}
-        self.constraints = {
-            k: c for k, c in _mapping(self.prompt.get("constraints")).items() if isinstance(k, str)
-        }
+        self.constraints = {k: c for k, c in _mapping(self.prompt.get("constraints")).items() if isinstance(k, str)}
 
     def run(self) -> list[Issue]:
         self._unique("skill", self.skills, "key")
@@ -439,7 +457,9 @@ class _CrossFileChecks:
         self._templates()
         return self.issues
 
-    def _add(self, rel: str, doc: Any, path: tuple[Any, ...], message: str, hint: str = "", *, key: bool = False) -> None:
+    def _add(
+        self, rel: str, doc: Any, path: tuple[Any, ...], message: str, hint: str = "", *, key: bool = False
+    ) -> None:
         line, col = _position(doc, path, key=key)
         self.issues.append(Issue(rel, message, line, col, _json_path(path), hint))
 
@@ -472,7 +492,10 @@ class _CrossFileChecks:
         for k, rel in keys.items():
             if k not in listed:
                 self._add(
-                    HARNESS_FILE, self.top, where, f"order.{kind}s does not list {kind} {k!r} ({rel})",
+                    HARNESS_FILE,
+                    self.top,
+                    where,
+                    f"order.{kind}s does not list {kind} {k!r} ({rel})",
                     f"add {k} where it should appear, or remove order.{kind}s to use file-name order",
                 )
 
@@ -500,7 +523,9 @@ class _CrossFileChecks:
                     hint = f"{ref!r} is the name of tool {key_by_name[ref]!r}; skills list tools by key"
                 else:
                     hint = _did_you_mean(ref, self.tool_keys) or (
-                        f"known tool keys: {', '.join(sorted(self.tool_keys))}" if self.tool_keys else "add the tool under tools/"
+                        f"known tool keys: {', '.join(sorted(self.tool_keys))}"
+                        if self.tool_keys
+                        else "add the tool under tools/"
                     )
                 self._add(rel, doc, ("tools", i), f"unknown tool key {ref!r}", hint)
 
@@ -515,7 +540,9 @@ class _CrossFileChecks:
             if not hint:
                 known = sorted(self.backends)
                 listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
-                hint = f"known backends: {listed}; register your own with @register_backend and HARNESSCTL_BACKEND_MODULES"
+                hint = (
+                    f"known backends: {listed}; register your own with @register_backend and HARNESSCTL_BACKEND_MODULES"
+                )
             self._add(rel, doc, ("backend",), f"unknown backend {backend!r}", hint)
 
     def _constraint_ranges(self) -> None:
@@ -528,12 +555,17 @@ class _CrossFileChecks:
             path = ("constraints", key)
             if lo > hi:
                 self._add(
-                    PROMPT_FILE, self.prompt, (*path, "min"),
-                    f"{key}: min {_num(lo)} is greater than max {_num(hi)}", "swap them or fix the range",
+                    PROMPT_FILE,
+                    self.prompt,
+                    (*path, "min"),
+                    f"{key}: min {_num(lo)} is greater than max {_num(hi)}",
+                    "swap them or fix the range",
                 )
             elif not lo <= value <= hi:
                 self._add(
-                    PROMPT_FILE, self.prompt, (*path, "value"),
+                    PROMPT_FILE,
+                    self.prompt,
+                    (*path, "value"),
                     f"{key}: value {_num(value)} is outside its range [{_num(lo)}, {_num(hi)}]",
                     "change the value, or widen min/max if the new value is intended",
                 )
@@ -549,7 +581,9 @@ class _CrossFileChecks:
                 continue
             if key in first:
                 self._add(
-                    rel, doc, (fld, i, "key"),
+                    rel,
+                    doc,
+                    (fld, i, "key"),
                     f"duplicate {kind} key {key!r} (also {fld}[{first[key]}])",
                     f"{kind} keys identify a {kind} across versions; give this one its own key",
                 )
@@ -565,20 +599,24 @@ class _CrossFileChecks:
             if name is None or name in self.constraints:
                 continue
             hint = _did_you_mean(name, self.constraints) or (
-                f"constraints in prompt.yaml: {', '.join(sorted(self.constraints))}" if self.constraints else "define it under constraints in prompt.yaml"
+                f"constraints in prompt.yaml: {', '.join(sorted(self.constraints))}"
+                if self.constraints
+                else "define it under constraints in prompt.yaml"
             )
-            self._add(HOOKS_FILE, self.hooks, ("guards", i, "constraint"), f"guard uses unknown constraint {name!r}", hint)
+            self._add(
+                HOOKS_FILE, self.hooks, ("guards", i, "constraint"), f"guard uses unknown constraint {name!r}", hint
+            )
 
     def _templates(self) -> None:
         names = set(template_context(self._stub_harness()))
         blocks = self.prompt.get("blocks")
         if isinstance(blocks, list):
-            for i, block in enumerate(blocks):
+            for i, _block in enumerate(blocks):
                 self._template_text(PROMPT_FILE, self.prompt, ("blocks", i, "text"), names)
         for rel, doc in self.skills:
             rules = doc.get("rules")
             if isinstance(rules, list):
-                for i, rule in enumerate(rules):
+                for i, _rule in enumerate(rules):
                     self._template_text(rel, doc, ("rules", i, "text"), names)
             self._no_template(rel, doc, ("description",))
         for rel, doc in self.tools:
@@ -590,7 +628,9 @@ class _CrossFileChecks:
                 HOOKS_FILE, self.hooks, ("retry", "feedback_template"), set(RETRY_TEMPLATE_VARIABLES), retry=True
             )
 
-    def _template_text(self, rel: str, doc: Any, path: tuple[Any, ...], names: set[str], *, retry: bool = False) -> None:
+    def _template_text(
+        self, rel: str, doc: Any, path: tuple[Any, ...], names: set[str], *, retry: bool = False
+    ) -> None:
         try:
             text = _at(doc, path)
         except (KeyError, IndexError, TypeError):
@@ -617,7 +657,9 @@ class _CrossFileChecks:
                     return f"templates refer to a {kind} by key: {{{{ {kind}.{_text(d, 'key')} }}}}"
             keys = sorted(n.partition(".")[2] for n in names if n.startswith(kind + "."))
             guess = _did_you_mean(rest, keys)
-            return f"no {kind} has the key {rest!r}" + (f"; {guess}" if guess else f" (keys: {', '.join(keys)})" if keys else "")
+            return f"no {kind} has the key {rest!r}" + (
+                f"; {guess}" if guess else f" (keys: {', '.join(keys)})" if keys else ""
+            )
         guess = _did_you_mean(name, names)
         if guess:
             return guess
@@ -630,7 +672,10 @@ class _CrossFileChecks:
             return
         if isinstance(text, str) and "{{" in text:
             self._add(
-                rel, doc, path, "templates are not filled in here",
+                rel,
+                doc,
+                path,
+                "templates are not filled in here",
                 "{{ }} templates work in prompt blocks and skill rules; write the text out",
             )
 
@@ -654,7 +699,10 @@ def _malformed_templates(text: str) -> list[tuple[str, str]]:
     for m in _BRACES_RE.finditer(text):
         if not TEMPLATE_RE.fullmatch(m.group(0)):
             problems.append(
-                (f"malformed template {_short(m.group(0))}", "a template is {{ name }} with one name, e.g. {{ tool.product_search }}")
+                (
+                    f"malformed template {_short(m.group(0))}",
+                    "a template is {{ name }} with one name, e.g. {{ tool.product_search }}",
+                )
             )
     rest = _BRACES_RE.sub("", text)
     if "{{" in rest:

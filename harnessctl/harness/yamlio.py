@@ -205,10 +205,16 @@ def folder_issues(root: str | Path, folders: Iterable[str]) -> list[Issue]:
         path = root / name
         if path.is_symlink():
             issues.append(
-                Issue(f"{name}/", f"{name}/ is a symbolic link to {os.readlink(path)}", hint=f"make {name}/ a real folder inside the harness folder")
+                Issue(
+                    f"{name}/",
+                    f"{name}/ is a symbolic link to {os.readlink(path)}",
+                    hint=f"make {name}/ a real folder inside the harness folder",
+                )
             )
         elif path.exists() and not path.is_dir():
-            issues.append(Issue(name, f"{name} is a file, not a folder", hint=f"{name}/ holds one YAML file per element"))
+            issues.append(
+                Issue(name, f"{name} is a file, not a folder", hint=f"{name}/ holds one YAML file per element")
+            )
     return issues
 
 
@@ -221,7 +227,9 @@ def safe_harness_path(root: str | Path, rel: str) -> Path:
     root = Path(root)
     parts = PurePosixPath(rel.replace("\\", "/")).parts
     if not parts or PurePosixPath(rel).is_absolute() or any(p in ("..", "") for p in parts):
-        raise HarnessError(Issue(rel, "path leaves the harness folder", hint="harness files live inside the harness folder"))
+        raise HarnessError(
+            Issue(rel, "path leaves the harness folder", hint="harness files live inside the harness folder")
+        )
     current = root
     for i, part in enumerate(parts):
         current = current / part
@@ -237,12 +245,18 @@ def safe_harness_path(root: str | Path, rel: str) -> Path:
             message = f"{where} is a symbolic link to {target}"
             message += "" if inside else " (outside the harness folder)"
             raise HarnessError(
-                Issue(rel, message, hint=f"harness files and folders must be real; replace the link with the {what} itself")
+                Issue(
+                    rel,
+                    message,
+                    hint=f"harness files and folders must be real; replace the link with the {what} itself",
+                )
             )
     try:
         current.resolve().relative_to(root.resolve())
     except ValueError:
-        raise HarnessError(Issue(rel, "path leaves the harness folder", hint="harness files live inside the harness folder")) from None
+        raise HarnessError(
+            Issue(rel, "path leaves the harness folder", hint="harness files live inside the harness folder")
+        ) from None
     except (OSError, RuntimeError) as e:
         raise HarnessError(Issue(rel, f"cannot resolve the path: {e}")) from None
     if current.is_dir():
@@ -267,7 +281,13 @@ def parse_yaml(data: bytes | str, rel: str) -> CommentedMap:
     except ReaderError as e:
         line, col = _line_col(text, e.position)
         raise HarnessError(
-            Issue(rel, f"control character {_char_name(e.character)} is not allowed", line, col, hint="remove it; harness files are plain text")
+            Issue(
+                rel,
+                f"control character {_char_name(e.character)} is not allowed",
+                line,
+                col,
+                hint="remove it; harness files are plain text",
+            )
         ) from None
     except (YAMLError, ValueError, TypeError, KeyError, IndexError, RecursionError, AssertionError) as e:
         # Anything else the YAML library raises on malformed input is still the file's fault.
@@ -277,7 +297,14 @@ def parse_yaml(data: bytes | str, rel: str) -> CommentedMap:
     if not isinstance(doc, CommentedMap):
         found = "a list" if isinstance(doc, list) else f"a single value ({_short(doc)})"
         raise HarnessError(
-            Issue(rel, f"expected a mapping (key: value lines) at the top, found {found}", 1, 1, "$", hint="see schemas/ for the fields this file takes")
+            Issue(
+                rel,
+                f"expected a mapping (key: value lines) at the top, found {found}",
+                1,
+                1,
+                "$",
+                hint="see schemas/ for the fields this file takes",
+            )
         )
     _check_values(doc, rel)
     return doc
@@ -326,7 +353,15 @@ def _decode(data: bytes | str, rel: str) -> str:
         if nul >= 0:
             line = data.count(b"\n", 0, nul) + 1
             col = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
-            raise HarnessError(Issue(rel, "binary content (a NUL byte), not a YAML text file", line, col, hint="a harness file is UTF-8 text"))
+            raise HarnessError(
+                Issue(
+                    rel,
+                    "binary content (a NUL byte), not a YAML text file",
+                    line,
+                    col,
+                    hint="a harness file is UTF-8 text",
+                )
+            )
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -339,7 +374,15 @@ def _decode(data: bytes | str, rel: str) -> str:
         text = text[1:]
     if "\x00" in text:
         line, col = _line_col(text, text.index("\x00"))
-        raise HarnessError(Issue(rel, "binary content (a NUL character), not a YAML text file", line, col, hint="a harness file is UTF-8 text"))
+        raise HarnessError(
+            Issue(
+                rel,
+                "binary content (a NUL character), not a YAML text file",
+                line,
+                col,
+                hint="a harness file is UTF-8 text",
+            )
+        )
     return text
 
 
@@ -352,7 +395,13 @@ def _check_indentation(text: str, rel: str) -> None:
         indent = line[: len(line) - len(stripped)]
         if "\t" in indent:
             raise HarnessError(
-                Issue(rel, "tab used for indentation", number, indent.index("\t") + 1, hint="indent with spaces; YAML does not allow tabs there")
+                Issue(
+                    rel,
+                    "tab used for indentation",
+                    number,
+                    indent.index("\t") + 1,
+                    hint="indent with spaces; YAML does not allow tabs there",
+                )
             )
 
 
@@ -366,7 +415,7 @@ def _check_values(doc: CommentedMap, rel: str) -> None:
                 if not isinstance(key, str):
                     line, col = _lc(node, key, "key")
                     raise HarnessError(
-                        Issue(rel, f"mapping key {_short(key)} is not text", line, col, path, hint=f"quote it: \"{key}\"")
+                        Issue(rel, f"mapping key {_short(key)} is not text", line, col, path, hint=f'quote it: "{key}"')
                     )
                 stack.append((value, f"{path}.{key}"))
         elif isinstance(node, list):
@@ -399,7 +448,9 @@ def _yaml_issue(rel: str, e: MarkedYAMLError, text: str) -> Issue:
         return Issue(rel, "tab character where YAML does not allow one", line, col, hint="use spaces")
     if e.context and e.problem and e.context.strip() != problem:
         problem = f"{e.context.strip()}: {problem}"
-    return Issue(rel, f"invalid YAML: {problem}", line, col, hint="check the indentation, colons and quotes on this line")
+    return Issue(
+        rel, f"invalid YAML: {problem}", line, col, hint="check the indentation, colons and quotes on this line"
+    )
 
 
 def _first_key_line(text: str, key: str, line: int, col: int) -> int | None:
@@ -423,7 +474,11 @@ def _first_key_line(text: str, key: str, line: int, col: int) -> int | None:
 
 
 def _too_large(rel: str) -> Issue:
-    return Issue(rel, f"file is larger than {MAX_FILE_BYTES:,} bytes", hint="a harness file is small text; split it or remove what does not belong")
+    return Issue(
+        rel,
+        f"file is larger than {MAX_FILE_BYTES:,} bytes",
+        hint="a harness file is small text; split it or remove what does not belong",
+    )
 
 
 def _line_col(text: str, index: int) -> tuple[int, int]:

@@ -61,13 +61,21 @@ def commit_edit(harness_dir: str | Path, candidate: Harness, *, branch: str, mes
     folder = Path(repo.working_tree_dir) / store.rel if store.rel else Path(repo.working_tree_dir)
     where = store.rel or "."
     if repo.git.status("--porcelain", "--untracked-files=all", "--", str(folder)).strip():
-        raise StoreError(Issue(where, "uncommitted changes under the harness folder", hint="commit or discard them before applying an edit"))
+        raise StoreError(
+            Issue(
+                where,
+                "uncommitted changes under the harness folder",
+                hint="commit or discard them before applying an edit",
+            )
+        )
     if branch in [h.name for h in repo.heads]:
         raise StoreError(Issue(where, f"branch {branch} exists already", hint="choose another --branch"))
     try:
         repo.git.check_ref_format("--branch", branch)
     except git.GitCommandError:
-        raise StoreError(Issue(where, f"{branch!r} is not a valid branch name", hint="use letters, digits, - _ / .")) from None
+        raise StoreError(
+            Issue(where, f"{branch!r} is not a valid branch name", hint="use letters, digits, - _ / .")
+        ) from None
     previous = None if repo.head.is_detached else repo.active_branch.name
     head_before = repo.head.commit.hexsha
     new = repo.create_head(branch, head_before)

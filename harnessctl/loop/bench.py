@@ -74,11 +74,19 @@ class LatencyBench:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "api_base": self.api_base, "budget_s": self.budget_s, "max_tokens": self.max_tokens,
-                "note": self.note, "levels": [lv.to_dict() for lv in self.levels]}
+        return {
+            "model": self.model,
+            "api_base": self.api_base,
+            "budget_s": self.budget_s,
+            "max_tokens": self.max_tokens,
+            "note": self.note,
+            "levels": [lv.to_dict() for lv in self.levels],
+        }
 
 
-def bench_requests(harness_dir: str | Path, evals_dir: str | Path = "evals", n: int = 32) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+def bench_requests(
+    harness_dir: str | Path, evals_dir: str | Path = "evals", n: int = 32
+) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """``n`` first-turn requests (messages, tools): the harness rendered, viewer messages from
     the livestream suite (evenly spread, so every intent is in).
 
@@ -93,7 +101,11 @@ def bench_requests(harness_dir: str | Path, evals_dir: str | Path = "evals", n: 
     items = [i for i in load_suite("livestream", evals_dir) if i.harness is None]
     out = []
     for item in sample(items, n):
-        messages = [{"role": "system", "content": rendered.system_prompt}, *history_messages(item.case), viewer_message(item.case)]
+        messages = [
+            {"role": "system", "content": rendered.system_prompt},
+            *history_messages(item.case),
+            viewer_message(item.case),
+        ]
         out.append((messages, rendered.tools))
     return out
 
@@ -135,6 +147,8 @@ async def abench_latency(
     per_level: int | None = None,
     budget_s: float = 15.0,
     max_tokens: int = 128,
+    temperature: float = 0.0,
+    seed: int | None = None,
     timeout_s: float = 120.0,
     stream: bool = True,
     progress: Any | None = None,
@@ -151,7 +165,16 @@ async def abench_latency(
         raise ValueError(f"--concurrency values must be at least 1, got {list(concurrency)}")
     litellm = import_litellm()
     result = LatencyBench(model=model, api_base=api_base, budget_s=budget_s, max_tokens=max_tokens)
-    base = {"model": model, "temperature": 0.0, "max_tokens": max_tokens, "timeout": timeout_s, "max_retries": 0, "num_retries": 0}
+    base = {
+        "model": model,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "timeout": timeout_s,
+        "max_retries": 0,
+        "num_retries": 0,
+    }
+    if seed is not None:
+        base["seed"] = seed
     if api_base:
         base["api_base"] = api_base
         base["api_key"] = api_key or DUMMY_API_KEY
@@ -163,7 +186,9 @@ async def abench_latency(
         sem = asyncio.Semaphore(c)
         samples: list[Sample] = []
 
-        async def send(i: int, c: int = c, sem: asyncio.Semaphore = sem, samples: list[Sample] = samples, n: int = n) -> None:
+        async def send(
+            i: int, c: int = c, sem: asyncio.Semaphore = sem, samples: list[Sample] = samples, n: int = n
+        ) -> None:
             nonlocal streamed
             messages, tools = requests[i % len(requests)]
             kwargs = {**base, "messages": messages, "tools": tools}
@@ -189,7 +214,9 @@ async def abench_latency(
         wall = time.perf_counter() - t0
         result.levels.append(_level(c, samples, budget_s, wall, streamed))
     if not streamed:
-        result.note = "the server does not stream: time to first token is not measured and tokens/s is over the whole reply"
+        result.note = (
+            "the server does not stream: time to first token is not measured and tokens/s is over the whole reply"
+        )
     return result
 
 
@@ -213,12 +240,19 @@ def _level(c: int, samples: list[Sample], budget_s: float, wall: float, streamed
                 rates.append(s.completion_tokens / span)
     nan = float("nan")
     return Level(
-        concurrency=c, n=len(samples), errors=len(samples) - len(ok),
-        p50=percentile(lat, 50) if lat else nan, p95=percentile(lat, 95) if lat else nan, p99=percentile(lat, 99) if lat else nan,
-        ttft_p50=percentile(ttft, 50) if ttft else None, ttft_p95=percentile(ttft, 95) if ttft else None,
+        concurrency=c,
+        n=len(samples),
+        errors=len(samples) - len(ok),
+        p50=percentile(lat, 50) if lat else nan,
+        p95=percentile(lat, 95) if lat else nan,
+        p99=percentile(lat, 99) if lat else nan,
+        ttft_p50=percentile(ttft, 50) if ttft else None,
+        ttft_p95=percentile(ttft, 95) if ttft else None,
         tokens_per_s=sum(rates) / len(rates) if rates else None,
         over_budget=sum(x > budget_s for x in lat) / len(lat) if lat else 1.0,
-        throughput_rps=len(ok) / wall if wall > 0 else 0.0, streamed=streamed and bool(ttft), wall_s=wall,
+        throughput_rps=len(ok) / wall if wall > 0 else 0.0,
+        streamed=streamed and bool(ttft),
+        wall_s=wall,
     )
 
 
@@ -242,8 +276,14 @@ def parse_concurrency(text: str) -> list[int]:
 
 
 def vllm_serve_command(
-    checkpoint: str, *, host: str = "127.0.0.1", port: int = 8000, served_name: str | None = None,
-    speculative: str | None = None, num_speculative_tokens: int = 1, extra: list[str] | None = None,
+    checkpoint: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    served_name: str | None = None,
+    speculative: str | None = None,
+    num_speculative_tokens: int = 1,
+    extra: list[str] | None = None,
 ) -> list[str]:
     """``vllm serve`` for a checkpoint with the tool-call parser, optionally with speculative decoding.
 

@@ -72,8 +72,14 @@ class Cluster:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": self.kind, "component": self.component, "element": self.element, "cases": self.cases,
-            "impact": self.impact, "case_ids": self.case_ids, "others": self.others, "details": self.details,
+            "kind": self.kind,
+            "component": self.component,
+            "element": self.element,
+            "cases": self.cases,
+            "impact": self.impact,
+            "case_ids": self.case_ids,
+            "others": self.others,
+            "details": self.details,
             "examples": [e.to_dict() for e in self.examples],
         }
 
@@ -96,13 +102,21 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_id": self.run_id, "model": self.model, "n_results": self.n_results, "n_failed": self.n_failed,
-            "score": self.score, "by_element": self.by_element, "by_component": self.by_component,
-            "clusters": [c.to_dict() for c in self.clusters], "failed": [list(k) for k in self.failed],
+            "run_id": self.run_id,
+            "model": self.model,
+            "n_results": self.n_results,
+            "n_failed": self.n_failed,
+            "score": self.score,
+            "by_element": self.by_element,
+            "by_component": self.by_component,
+            "clusters": [c.to_dict() for c in self.clusters],
+            "failed": [list(k) for k in self.failed],
         }
 
 
-def diagnose_run(run: str | Path, *, runs_dir: str | Path = "runs", harness: Any | None = None, examples: int = 3) -> Diagnosis:
+def diagnose_run(
+    run: str | Path, *, runs_dir: str | Path = "runs", harness: Any | None = None, examples: int = 3
+) -> Diagnosis:
     """Diagnose the run at ``run`` (a folder, or an id under ``runs_dir``).
 
     The suite cases are read from the run folder's ``cases/`` or the run's ``evals_dir``; the
@@ -118,8 +132,13 @@ def diagnose_run(run: str | Path, *, runs_dir: str | Path = "runs", harness: Any
         harness = _load_harness(config.get("harness_path"))
     cases = load_run_cases(store.root, config.get("evals_dir", "evals"), {r.suite for r in store.results()})
     return diagnose_results(
-        store.results(), cases=cases, harness=harness, run_id=store.run_id, model=manifest.get("model"),
-        harness_path=config.get("harness_path"), examples=examples,
+        store.results(),
+        cases=cases,
+        harness=harness,
+        run_id=store.run_id,
+        model=manifest.get("model"),
+        harness_path=config.get("harness_path"),
+        examples=examples,
     )
 
 
@@ -158,7 +177,10 @@ def diagnose_results(
         by_component[c.component] += c.lost
     n = len(results)
     return Diagnosis(
-        run_id=run_id, model=model, n_results=n, n_failed=len(failed_cases),
+        run_id=run_id,
+        model=model,
+        n_results=n,
+        n_failed=len(failed_cases),
         score=round(100.0 * sum(r.score for r in results) / n, 2) if n else 0.0,
         clusters=clusters,
         by_element={k: round(v, 4) for k, v in sorted(by_element.items(), key=lambda kv: -kv[1])},
@@ -183,14 +205,25 @@ def _cluster(key: tuple[str, str, str], members: list[tuple[CaseFailures, Failur
             details[item.detail] += 1
     ordered = sorted(per_case.values(), key=lambda cf: (cf.score, cf.case_id))
     return Cluster(
-        kind=kind, component=component, element=element, cases=len(per_case),
+        kind=kind,
+        component=component,
+        element=element,
+        cases=len(per_case),
         lost=sum(cf.lost for cf in per_case.values()),
         case_ids=[cf.case_id for cf in ordered],
         others=dict(sorted(others.items(), key=lambda kv: -kv[1])),
         details=dict(sorted(details.items(), key=lambda kv: -kv[1])[:10]),
         examples=[
-            Example(cf.suite, cf.case_id, cf.score, cf.query, cf.steps, cf.reply, cf.expected,
-                    detail=next((i.detail for i in cf.items if (i.kind, i.element) == (kind, element)), ""))
+            Example(
+                cf.suite,
+                cf.case_id,
+                cf.score,
+                cf.query,
+                cf.steps,
+                cf.reply,
+                cf.expected,
+                detail=next((i.detail for i in cf.items if (i.kind, i.element) == (kind, element)), ""),
+            )
             for cf in ordered[:n_examples]
         ],
     )
@@ -210,14 +243,24 @@ def _case_view(r: CaseResult, case: Any | None, items: list[FailureItem]) -> Cas
     if case is not None:
         exp = case.expect
         expected = {
-            "skill": exp.skill, "calls": [c.tool for c in exp.calls if c.required], "facts": list(exp.facts),
-            "forbidden": list(exp.forbidden), "handoff": exp.handoff,
+            "skill": exp.skill,
+            "calls": [c.tool for c in exp.calls if c.required],
+            "facts": list(exp.facts),
+            "forbidden": list(exp.forbidden),
+            "handoff": exp.handoff,
         }
         if case.faults:
             expected["faults"] = dict(case.faults)
     return CaseFailures(
-        suite=r.suite, case_id=r.case_id, score=r.score, items=items, query=query,
-        steps=steps, reply=str(record.get("reply") or "")[:300], expected=expected, gave_up=retries_exhausted(record),
+        suite=r.suite,
+        case_id=r.case_id,
+        score=r.score,
+        items=items,
+        query=query,
+        steps=steps,
+        reply=str(record.get("reply") or "")[:300],
+        expected=expected,
+        gave_up=retries_exhausted(record),
     )
 
 

@@ -39,7 +39,15 @@ SETTABLE = {
     "rule": ("text",),
     "prompt_block": ("text",),
     "constraint": ("value",),
-    "hook": ("max_attempts", "on", "backoff_s", "feedback_template", "tool_result_format", "tool_result_prefix", "skill_header"),
+    "hook": (
+        "max_attempts",
+        "on",
+        "backoff_s",
+        "feedback_template",
+        "tool_result_format",
+        "tool_result_prefix",
+        "skill_header",
+    ),
     "skill_loader": ("name", "description"),
 }
 MOVABLE = ("rule", "prompt_block")
@@ -110,7 +118,9 @@ def _set(h: Harness, op: dict[str, Any], n: int) -> None:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise EditError(f"operation {n}: constraint {key} value must be a number")
         if not target.min <= value <= target.max:
-            raise EditError(f"operation {n}: constraint {key} value {value} is outside its range {target.min}..{target.max}")
+            raise EditError(
+                f"operation {n}: constraint {key} value {value} is outside its range {target.min}..{target.max}"
+            )
     setattr(target, fld, value)
 
 
@@ -216,8 +226,17 @@ def proposal_diff(proposal: Proposal) -> HarnessDiff | None:
         words = [WordSpan(w["op"], w["text"]) for w in c["words"]] if c.get("words") is not None else None
         changes.append(
             Change(
-                c["kind"], c["element"], c["key"], c.get("from"), c.get("to"), field=c.get("field"), parent=c.get("parent"),
-                breaking=c.get("breaking"), words=words, impact=c.get("impact", "patch"), after=c.get("after"),
+                c["kind"],
+                c["element"],
+                c["key"],
+                c.get("from"),
+                c.get("to"),
+                field=c.get("field"),
+                parent=c.get("parent"),
+                breaking=c.get("breaking"),
+                words=words,
+                impact=c.get("impact", "patch"),
+                after=c.get("after"),
             )
         )
     d = proposal.diff

@@ -75,7 +75,9 @@ def _uses_history(spec: Any) -> bool:
     return False
 
 
-def standard_items(suites: list[str], evals_dir: str | Path = "evals", limit: int | None = None) -> dict[str, list[SuiteItem]]:
+def standard_items(
+    suites: list[str], evals_dir: str | Path = "evals", limit: int | None = None
+) -> dict[str, list[SuiteItem]]:
     """The agent suites' items, history cases left out, an evenly spread ``limit`` per suite.
 
     >>> {s: len(v) for s, v in standard_items(["livestream"], "evals", limit=4).items()}   # doctest: +SKIP
@@ -146,9 +148,20 @@ def evaluate_items(
     """
     return asyncio.run(
         aevaluate_items(
-            items, model=model, harness_path=harness_path, runs_dir=runs_dir, run_id=run_id, api_base=api_base,
-            backend=backend, jobs=jobs, cache=cache, cache_path=cache_path, latency_budget_s=latency_budget_s,
-            max_tokens=max_tokens, evals_dir=evals_dir, progress=progress,
+            items,
+            model=model,
+            harness_path=harness_path,
+            runs_dir=runs_dir,
+            run_id=run_id,
+            api_base=api_base,
+            backend=backend,
+            jobs=jobs,
+            cache=cache,
+            cache_path=cache_path,
+            latency_budget_s=latency_budget_s,
+            max_tokens=max_tokens,
+            evals_dir=evals_dir,
+            progress=progress,
         )
     )
 
@@ -179,9 +192,17 @@ async def aevaluate_items(
         raise ValueError("no cases to evaluate")
     known = [s for s in items if s in SUITES] or ["livestream"]
     config = EvalConfig(
-        suites=known, model=model, api_base=api_base, jobs=jobs, cache=cache, cache_path=str(cache_path),
-        latency_budget_s=latency_budget_s, harness_path=str(harness_path), evals_dir=str(evals_dir),
-        runs_dir=str(runs_dir), max_tokens=max_tokens,
+        suites=known,
+        model=model,
+        api_base=api_base,
+        jobs=jobs,
+        cache=cache,
+        cache_path=str(cache_path),
+        latency_budget_s=latency_budget_s,
+        harness_path=str(harness_path),
+        evals_dir=str(evals_dir),
+        runs_dir=str(runs_dir),
+        max_tokens=max_tokens,
     )
     resolver = HarnessResolver(harness_path)
     harness = resolver.get(None)

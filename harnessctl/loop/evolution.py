@@ -56,7 +56,12 @@ class EvolutionSuite:
     changes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cases": len(self.items), "coverage": self.coverage, "uncovered": self.uncovered, "changes": self.changes}
+        return {
+            "cases": len(self.items),
+            "coverage": self.coverage,
+            "uncovered": self.uncovered,
+            "changes": self.changes,
+        }
 
 
 def element_path(c: Change) -> str:
@@ -78,7 +83,9 @@ def changed_elements(diff: HarnessDiff) -> dict[str, list[Change]]:
     return out
 
 
-def build_evolution_suite(diff: HarnessDiff, pool: list[SuiteItem], *, per_element: int = 3, harness: Any | None = None) -> EvolutionSuite:
+def build_evolution_suite(
+    diff: HarnessDiff, pool: list[SuiteItem], *, per_element: int = 3, harness: Any | None = None
+) -> EvolutionSuite:
     """The evolution suite for ``diff`` drawn from ``pool`` (agent cases that run under the
     harness under evaluation); ``harness`` is the candidate, used to follow a prompt block's
     references to tools, skills and variables.
@@ -97,7 +104,9 @@ def build_evolution_suite(diff: HarnessDiff, pool: list[SuiteItem], *, per_eleme
         tiers, why = _select(changes[0], pool, harness)
         chosen = _pick(tiers, per_element)
         if not chosen:
-            suite.uncovered[path] = why or ("added: no suite case asks for it yet" if ADDED in kinds else "no suite case involves it")
+            suite.uncovered[path] = why or (
+                "added: no suite case asks for it yet" if ADDED in kinds else "no suite case involves it"
+            )
             continue
         ids = []
         for item in chosen:
@@ -157,9 +166,15 @@ def _select(c: Change, pool: list[SuiteItem], harness: Any | None) -> tuple[list
             return [forbidden, [i for i in pool if not i.case.expect.forbidden]], None
         return [list(pool)], None
     if e == "prompt_block":
-        return [_referring(pool, harness, [b.text for b in getattr(getattr(harness, "prompt", None), "blocks", []) if b.key == key])], None
+        return [
+            _referring(
+                pool, harness, [b.text for b in getattr(getattr(harness, "prompt", None), "blocks", []) if b.key == key]
+            )
+        ], None
     if e == "variable":
-        texts = [b.text for b in getattr(getattr(harness, "prompt", None), "blocks", []) if key in _TEMPLATE.findall(b.text)]
+        texts = [
+            b.text for b in getattr(getattr(harness, "prompt", None), "blocks", []) if key in _TEMPLATE.findall(b.text)
+        ]
         return [_referring(pool, harness, texts)], None
     return [list(pool)], None  # harness name/description: any case
 
@@ -191,7 +206,8 @@ def _referring(pool: list[SuiteItem], harness: Any | None, texts: list[str]) -> 
     if not (tools or skills or loader):
         return list(pool)
     return [
-        i for i in pool
+        i
+        for i in pool
         if any(_needs_tool(i, t) for t in tools) or i.case.expect.skill in skills or (loader and i.case.expect.skill)
     ]
 
@@ -201,4 +217,4 @@ def evolution_paths(item: SuiteItem) -> list[str]:
 
     >>> evolution_paths(suite.items[0])   # doctest: +SKIP
     """
-    return [t[len(TAG):] for t in item.case.tags if t.startswith(TAG)]
+    return [t[len(TAG) :] for t in item.case.tags if t.startswith(TAG)]

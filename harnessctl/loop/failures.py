@@ -137,7 +137,9 @@ def _element_name(element: Any) -> str:
     return str(element)
 
 
-def _derive(kind: str, detail: str, record: dict[str, Any], case: Any | None, harness: Any | None) -> tuple[str, str | None]:
+def _derive(
+    kind: str, detail: str, record: dict[str, Any], case: Any | None, harness: Any | None
+) -> tuple[str, str | None]:
     """(element, other element) of a plain failure string."""
     expected_skill = getattr(getattr(case, "expect", None), "skill", None)
     if kind in ("missing_call", "invalid_args", "redundant_call", "unexpected_call"):
@@ -164,7 +166,9 @@ def _derive(kind: str, detail: str, record: dict[str, Any], case: Any | None, ha
             return f"tool:{source}", None
         return (f"skill:{expected_skill}" if expected_skill else "prompt_block:grounding"), None
     if kind == "hallucinated_number":
-        return _block_or(harness, "grounding", f"skill:{expected_skill}" if expected_skill else "prompt_block:grounding"), None
+        return _block_or(
+            harness, "grounding", f"skill:{expected_skill}" if expected_skill else "prompt_block:grounding"
+        ), None
     if kind in ("forbidden_claim", "banned_phrase"):
         if kind == "banned_phrase" or record.get("banned_phrases"):
             return "guard:banned_phrases", None
@@ -227,8 +231,11 @@ def retries_exhausted(record: dict[str, Any]) -> list[str]:
         if step.get("key"):
             last[step["key"]] = step
     return sorted(
-        k for k, s in last.items()
-        if not s.get("ok") and s.get("error") in ("tool_error", "timeout", "empty_result") and int(s.get("attempt") or 1) >= limit
+        k
+        for k, s in last.items()
+        if not s.get("ok")
+        and s.get("error") in ("tool_error", "timeout", "empty_result")
+        and int(s.get("attempt") or 1) >= limit
     )
 
 

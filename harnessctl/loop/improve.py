@@ -131,7 +131,9 @@ def run_loop(
     if cfg_path.is_file():
         saved = LoopConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8")))
         if saved.to_dict() != config.to_dict():
-            raise ValueError(f"loop {loop_id} was started with other settings ({cfg_path}); resume it with the same ones or start a new loop")
+            raise ValueError(
+                f"loop {loop_id} was started with other settings ({cfg_path}); resume it with the same ones or start a new loop"
+            )
     else:
         cfg_path.write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
     journal = Journal(folder, stop_after=stop_after)
@@ -146,8 +148,17 @@ def run_loop(
 
     def evaluate(sel: dict[str, list[Any]], harness_path: Path, run_id: str) -> LoopRun:
         return evaluate_items(
-            sel, model=config.model, api_base=config.api_base, backend=backend, harness_path=harness_path, runs_dir=runs_dir,
-            run_id=run_id, jobs=config.jobs, cache=config.cache, evals_dir=config.evals_dir, max_tokens=config.max_tokens,
+            sel,
+            model=config.model,
+            api_base=config.api_base,
+            backend=backend,
+            harness_path=harness_path,
+            runs_dir=runs_dir,
+            run_id=run_id,
+            jobs=config.jobs,
+            cache=config.cache,
+            evals_dir=config.evals_dir,
+            max_tokens=config.max_tokens,
             progress=progress,
         )
 
@@ -174,7 +185,10 @@ def run_loop(
         if not diag_payload["failed"]:
             stopped = "no failures left"
             break
-        proposals = [Proposal.from_dict(p) for p in step(f"r{round_no}.propose", partial(_propose, best_run, harness, best_dir, config))["proposals"]]
+        proposals = [
+            Proposal.from_dict(p)
+            for p in step(f"r{round_no}.propose", partial(_propose, best_run, harness, best_dir, config))["proposals"]
+        ]
         if not proposals:
             stopped = "no proposal for the remaining failures"
             break
@@ -190,21 +204,37 @@ def run_loop(
             if not cand_dir.is_dir():
                 write_candidate(apply_edit(harness, proposal.ops), cand_dir, best_dir)
             before_slice = [r for r in best_run.results if (r.suite, r.case_id) in failing]
-            sl = step(f"{cid}.slice", partial(_slice, partial(evaluate, slice_items, cand_dir, f"{cid}-slice"), before_slice))
+            sl = step(
+                f"{cid}.slice", partial(_slice, partial(evaluate, slice_items, cand_dir, f"{cid}-slice"), before_slice)
+            )
             full = None
             if sl["win"]:
-                full = step(f"{cid}.full", partial(_full, partial(evaluate, items, cand_dir, f"{cid}-all"), best_run, config.threshold))
+                full = step(
+                    f"{cid}.full",
+                    partial(_full, partial(evaluate, items, cand_dir, f"{cid}-all"), best_run, config.threshold),
+                )
             keep = bool(full and full["improved"] and not full["regression"])
             reason = (
-                "kept: wins on the failing slice and on all suites without a regression" if keep
-                else "no gain on the failing slice" if not sl["win"]
-                else "regression on " + ", ".join(full["regressed"]) if full and full["regression"]
+                "kept: wins on the failing slice and on all suites without a regression"
+                if keep
+                else "no gain on the failing slice"
+                if not sl["win"]
+                else "regression on " + ", ".join(full["regressed"])
+                if full and full["regression"]
                 else "no gain over all suites"
             )
             row = {
-                "candidate": cid, "parent": best["candidate"], "proposal": proposal.title, "source": proposal.source,
-                "targets": proposal.targets, "ops": proposal.ops, "slice": sl, "before": best["scores"],
-                "after": full["scores"] if full else None, "kept": keep, "reason": reason,
+                "candidate": cid,
+                "parent": best["candidate"],
+                "proposal": proposal.title,
+                "source": proposal.source,
+                "targets": proposal.targets,
+                "ops": proposal.ops,
+                "slice": sl,
+                "before": best["scores"],
+                "after": full["scores"] if full else None,
+                "kept": keep,
+                "reason": reason,
             }
             step(f"{cid}.decision", lambda row=row: row)
             rows.append(row)
@@ -219,8 +249,14 @@ def run_loop(
     final_dir = folder / "harness" / best["candidate"]
     end = step("end", lambda: {"best": best, "stopped": stopped, "kept": [r["candidate"] for r in kept]})
     return LoopResult(
-        loop_id=loop_id, folder=str(folder), baseline=baseline["scores"], final=end["best"]["scores"],
-        best_harness=str(final_dir), rows=rows, stopped=end["stopped"], kept=kept,
+        loop_id=loop_id,
+        folder=str(folder),
+        baseline=baseline["scores"],
+        final=end["best"]["scores"],
+        best_harness=str(final_dir),
+        rows=rows,
+        stopped=end["stopped"],
+        kept=kept,
     )
 
 
@@ -231,7 +267,9 @@ def _run_payload(run: LoopRun, candidate: str) -> dict[str, Any]:
 def _diagnose(run: LoopRun, harness: Any, config: LoopConfig) -> dict[str, Any]:
     d = _diagnosis(run, harness, config)
     return {
-        "run": run.run_id, "score": d.score, "failed": [list(k) for k in d.failed],
+        "run": run.run_id,
+        "score": d.score,
+        "failed": [list(k) for k in d.failed],
         "clusters": [{k: v for k, v in c.to_dict().items() if k != "examples"} for c in d.clusters[:8]],
     }
 
@@ -248,9 +286,14 @@ def _propose(run: LoopRun, harness: Any, harness_dir: Path, config: LoopConfig) 
     proposals = propose_rules(d, harness, harness_dir=harness_dir, limit=config.proposals_per_round)
     rejected: list[Proposal] = []
     if config.proposer:
-        valid, rejected = propose_llm(d, harness, config.proposer, harness_dir=harness_dir, api_base=config.proposer_api_base)
+        valid, rejected = propose_llm(
+            d, harness, config.proposer, harness_dir=harness_dir, api_base=config.proposer_api_base
+        )
         proposals = valid + proposals
-    return {"proposals": [p.to_dict() for p in proposals[: config.proposals_per_round]], "rejected": [p.to_dict() for p in rejected]}
+    return {
+        "proposals": [p.to_dict() for p in proposals[: config.proposals_per_round]],
+        "rejected": [p.to_dict() for p in rejected],
+    }
 
 
 def _slice(evaluate: Callable[[], LoopRun], before: list[Any]) -> dict[str, Any]:
@@ -262,8 +305,13 @@ def _slice(evaluate: Callable[[], LoopRun], before: list[Any]) -> dict[str, Any]
     score_before = 100.0 * sum(r.score for r in before) / len(before) if before else 0.0
     score_after = 100.0 * sum(r.score for r in after) / len(after) if after else 0.0
     return {
-        "run": run.run_id, "cases": len(after), "score_before": round(score_before, 2), "score_after": round(score_after, 2),
-        "fail_to_pass": fixed, "pass_to_fail": broke, "win": (fixed > 0 or score_after > score_before) and score_after >= score_before,
+        "run": run.run_id,
+        "cases": len(after),
+        "score_before": round(score_before, 2),
+        "score_after": round(score_after, 2),
+        "fail_to_pass": fixed,
+        "pass_to_fail": broke,
+        "win": (fixed > 0 or score_after > score_before) and score_after >= score_before,
     }
 
 
@@ -273,7 +321,9 @@ def _full(evaluate: Callable[[], LoopRun], best: LoopRun, threshold: float) -> d
     before = [d.score_a for d in cmp.suites.values()]
     after = [d.score_b for d in cmp.suites.values()]
     return {
-        "run": run.run_id, "scores": run.scores(), "regression": cmp.regression,
+        "run": run.run_id,
+        "scores": run.scores(),
+        "regression": cmp.regression,
         "regressed": [s for s, d in cmp.suites.items() if d.regression],
         "improved": bool(after) and sum(after) / len(after) > sum(before) / len(before),
         "delta": {s: d.delta.value for s, d in cmp.suites.items()},

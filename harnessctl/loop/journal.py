@@ -64,7 +64,9 @@ class Journal:
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError as e:
-                raise ValueError(f"{self.path}:{lineno}: damaged journal line ({e.msg}); delete it to run that step again") from None
+                raise ValueError(
+                    f"{self.path}:{lineno}: damaged journal line ({e.msg}); delete it to run that step again"
+                ) from None
         return out
 
     def done(self, step: str) -> dict[str, Any] | None:
@@ -82,7 +84,12 @@ class Journal:
         return data
 
     def record(self, step: str, data: dict[str, Any]) -> None:
-        entry = {"step": step, "t": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "data": data, "schema_version": JOURNAL_SCHEMA_VERSION}
+        entry = {
+            "step": step,
+            "t": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "data": data,
+            "schema_version": JOURNAL_SCHEMA_VERSION,
+        }
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
             f.flush()

@@ -41,7 +41,9 @@ _TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z0-9_.]+)\s*\}\}")
 _NOT = re.compile(r"\s*\(not: [^)]*\)$")
 
 
-def propose_rules(diagnosis: Diagnosis, harness: Harness, *, harness_dir: str | Path | None = None, limit: int = 5) -> list[Proposal]:
+def propose_rules(
+    diagnosis: Diagnosis, harness: Harness, *, harness_dir: str | Path | None = None, limit: int = 5
+) -> list[Proposal]:
     """Rule-based proposals for ``diagnosis`` of a run under ``harness``, highest impact first.
     With ``harness_dir`` each is validated and the invalid ones are dropped.
 
@@ -101,15 +103,29 @@ def _confused_pairs(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
             continue
         out.append(
             Proposal(
-                id="", title=f"sharpen the descriptions of {kind}s {ea.name} and {eb.name}",
+                id="",
+                title=f"sharpen the descriptions of {kind}s {ea.name} and {eb.name}",
                 rationale=f"in {n} failed case(s) the model used {kind} {b} ({eb.name}) where {a} ({ea.name}) was expected; "
                 "each description now says what the other one is for",
                 targets=[f"{kind}:{a}", f"{kind}:{b}"],
                 ops=[
-                    {"op": "set", "element": kind, "key": a, "field": "description", "value": _sharpened(ea.description, eb.description)},
-                    {"op": "set", "element": kind, "key": b, "field": "description", "value": _sharpened(eb.description, ea.description)},
+                    {
+                        "op": "set",
+                        "element": kind,
+                        "key": a,
+                        "field": "description",
+                        "value": _sharpened(ea.description, eb.description),
+                    },
+                    {
+                        "op": "set",
+                        "element": kind,
+                        "key": b,
+                        "field": "description",
+                        "value": _sharpened(eb.description, ea.description),
+                    },
                 ],
-                source="rules:confused_pair", impact=_impact(diagnosis, {f"{kind}:{a}", f"{kind}:{b}"}),
+                source="rules:confused_pair",
+                impact=_impact(diagnosis, {f"{kind}:{a}", f"{kind}:{b}"}),
             )
         )
     return out
@@ -132,11 +148,14 @@ def _constraints(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
                 continue
             out.append(
                 Proposal(
-                    id="", title=f"raise {key} from {c.value:g} to {needed:g}",
+                    id="",
+                    title=f"raise {key} from {c.value:g} to {needed:g}",
                     rationale=f"{n} of {diagnosis.n_failed} failed cases ran out of the {key} budget; the calls they need fit in {needed:g} "
                     f"(range {c.min:g}..{c.max:g})",
-                    targets=[element], ops=[{"op": "set", "element": "constraint", "key": key, "field": "value", "value": needed}],
-                    source="rules:constraint_budget", impact=_impact(diagnosis, {element}),
+                    targets=[element],
+                    ops=[{"op": "set", "element": "constraint", "key": key, "field": "value", "value": needed}],
+                    source="rules:constraint_budget",
+                    impact=_impact(diagnosis, {element}),
                 )
             )
             continue
@@ -145,12 +164,14 @@ def _constraints(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
             continue
         out.append(
             Proposal(
-                id="", title=f"move prompt block {block.key} (states {key}) to the top",
+                id="",
+                title=f"move prompt block {block.key} (states {key}) to the top",
                 rationale=f"{n} of {diagnosis.n_failed} failed cases broke {key} = {c.value:g}; the limit is a business rule, "
                 f"so it is not raised: the block that states it is read first instead",
                 targets=[element, f"prompt_block:{block.key}"],
                 ops=[{"op": "move", "element": "prompt_block", "key": block.key, "to": 1}],
-                source="rules:constraint_block", impact=_impact(diagnosis, {element}),
+                source="rules:constraint_block",
+                impact=_impact(diagnosis, {element}),
             )
         )
     return out
@@ -186,16 +207,29 @@ def _rules_and_blocks(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
                 continue
             ops: list[dict[str, Any]] = []
             if not rule.text.lower().startswith("first,"):
-                ops.append({"op": "set", "element": "rule", "parent": parent, "key": key, "field": "text", "value": "First, " + rule.text[0].lower() + rule.text[1:]})
+                ops.append(
+                    {
+                        "op": "set",
+                        "element": "rule",
+                        "parent": parent,
+                        "key": key,
+                        "field": "text",
+                        "value": "First, " + rule.text[0].lower() + rule.text[1:],
+                    }
+                )
             if skill.rules.index(rule) > 0:
                 ops.append({"op": "move", "element": "rule", "parent": parent, "key": key, "to": 1})
             if not ops:
                 continue
             out.append(
                 Proposal(
-                    id="", title=f"reword rule {parent}.{key} as a first step and move it to the top of its skill",
+                    id="",
+                    title=f"reword rule {parent}.{key} as a first step and move it to the top of its skill",
                     rationale=f"the rule was not followed in {n} failed case(s) of skill {parent}",
-                    targets=[element], ops=ops, source="rules:rule_not_followed", impact=_impact(diagnosis, {element}),
+                    targets=[element],
+                    ops=ops,
+                    source="rules:rule_not_followed",
+                    impact=_impact(diagnosis, {element}),
                 )
             )
         else:
@@ -204,10 +238,13 @@ def _rules_and_blocks(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
                 continue
             out.append(
                 Proposal(
-                    id="", title=f"move prompt block {key} to the top",
+                    id="",
+                    title=f"move prompt block {key} to the top",
                     rationale=f"{n} failed case(s) break what block {key} asks for",
-                    targets=[element], ops=[{"op": "move", "element": "prompt_block", "key": key, "to": 1}],
-                    source="rules:block_not_followed", impact=_impact(diagnosis, {element}),
+                    targets=[element],
+                    ops=[{"op": "move", "element": "prompt_block", "key": key, "to": 1}],
+                    source="rules:block_not_followed",
+                    impact=_impact(diagnosis, {element}),
                 )
             )
     return out
@@ -223,11 +260,16 @@ def _retry(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
         for tool in cf.gave_up:  # the record shows the hook's attempts ran out on this tool
             plan = faults.get(tool) or []
             leading = next((i for i, f in enumerate(plan) if f == "ok"), len(plan))
-            kinds.update({"error": "tool_error", "empty": "empty_result", "malformed": "tool_error"}.get(f, f) for f in plan[:leading])
+            kinds.update(
+                {"error": "tool_error", "empty": "empty_result", "malformed": "tool_error"}.get(f, f)
+                for f in plan[:leading]
+            )
             if retry.max_attempts <= leading < len(plan):  # the faults clear one attempt later
                 needed = max(needed, leading + 1)
             affected += 1
-    missing = sorted(k for k in kinds if k not in retry.on and k in ("tool_error", "timeout", "empty_result", "invalid_call"))
+    missing = sorted(
+        k for k in kinds if k not in retry.on and k in ("tool_error", "timeout", "empty_result", "invalid_call")
+    )
     ops: list[dict[str, Any]] = []
     if needed > retry.max_attempts:
         ops.append({"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": min(10, needed)})
@@ -237,10 +279,14 @@ def _retry(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
         return []
     return [
         Proposal(
-            id="", title=f"retry until the faults clear (max_attempts {retry.max_attempts} -> {min(10, needed)})"
+            id="",
+            title=f"retry until the faults clear (max_attempts {retry.max_attempts} -> {min(10, needed)})"
             + (f", also on {', '.join(missing)}" if missing else ""),
             rationale=f"in {affected} failed case(s) a tool's faults lasted as long as the retry hook's {retry.max_attempts} attempt(s)",
-            targets=["hook:retry"], ops=ops, source="rules:retry", impact=_impact(diagnosis, {"hook:retry"}) or float(affected),
+            targets=["hook:retry"],
+            ops=ops,
+            source="rules:retry",
+            impact=_impact(diagnosis, {"hook:retry"}) or float(affected),
         )
     ]
 
@@ -264,8 +310,16 @@ def harness_brief(h: Harness) -> dict[str, Any]:
     >>> harness_brief(h)["constraints"]["max_reply_chars"]["value"]   # doctest: +SKIP
     """
     return {
-        "skills": [{"key": s.key, "name": s.name, "description": s.description, "tools": s.tools,
-                    "rules": [{"key": r.key, "text": r.text} for r in s.rules]} for s in h.skills],
+        "skills": [
+            {
+                "key": s.key,
+                "name": s.name,
+                "description": s.description,
+                "tools": s.tools,
+                "rules": [{"key": r.key, "text": r.text} for r in s.rules],
+            }
+            for s in h.skills
+        ],
         "tools": [{"key": t.key, "name": t.name, "description": t.description} for t in h.tools],
         "prompt_blocks": [{"key": b.key, "text": b.text} for b in h.prompt.blocks],
         "constraints": {k: {"value": c.value, "min": c.min, "max": c.max} for k, c in h.prompt.constraints.items()},
@@ -279,12 +333,24 @@ def proposer_messages(diagnosis: Diagnosis, h: Harness, *, clusters: int = 8) ->
     >>> proposer_messages(diagnosis, h)[0]["role"]   # doctest: +SKIP
     """
     top = [
-        {k: v for k, v in c.to_dict().items() if k in ("kind", "component", "element", "cases", "impact", "others", "details")}
+        {
+            k: v
+            for k, v in c.to_dict().items()
+            if k in ("kind", "component", "element", "cases", "impact", "others", "details")
+        }
         | {"example": c.examples[0].to_dict() if c.examples else None}
         for c in diagnosis.clusters[:clusters]
     ]
-    user = json.dumps({"run": diagnosis.run_id, "score": diagnosis.score, "failed": diagnosis.n_failed, "clusters": top,
-                       "harness": harness_brief(h)}, ensure_ascii=False)
+    user = json.dumps(
+        {
+            "run": diagnosis.run_id,
+            "score": diagnosis.score,
+            "failed": diagnosis.n_failed,
+            "clusters": top,
+            "harness": harness_brief(h),
+        },
+        ensure_ascii=False,
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -308,13 +374,15 @@ def propose_llm(
     from harnessctl.models.registry import resolve_model
 
     llm = backend or resolve_model(model, api_base=api_base)
-    response = llm.generate(proposer_messages(diagnosis, harness), [], GenerationSettings(temperature=0.0, max_tokens=max_tokens))
+    response = llm.generate(
+        proposer_messages(diagnosis, harness), [], GenerationSettings(temperature=0.0, max_tokens=max_tokens)
+    )
     raw = _first_json_object(response.content or "")
     if raw is None:
         raise ValueError(f"the proposer {model} answered without a JSON object: {(response.content or '')[:200]!r}")
     items = raw.get("proposals") if isinstance(raw, dict) else None
     if not isinstance(items, list):
-        raise ValueError(f"the proposer {model} answered without a \"proposals\" list")  # noqa: TRY004 - bad model output
+        raise ValueError(f'the proposer {model} answered without a "proposals" list')  # noqa: TRY004 - bad model output
     valid, rejected = [], []
     for n, item in enumerate(items, 1):
         if not isinstance(item, dict):
@@ -322,8 +390,13 @@ def propose_llm(
         ops = item.get("ops") if isinstance(item.get("ops"), list) else []
         targets = [str(t) for t in item.get("targets") or []]
         p = Proposal(
-            id=f"llm{n}", title=str(item.get("title") or f"proposal {n}")[:200], rationale=str(item.get("rationale") or "")[:1000],
-            targets=targets, ops=ops, source=f"llm:{model}", impact=_impact(diagnosis, set(targets)),
+            id=f"llm{n}",
+            title=str(item.get("title") or f"proposal {n}")[:200],
+            rationale=str(item.get("rationale") or "")[:1000],
+            targets=targets,
+            ops=ops,
+            source=f"llm:{model}",
+            impact=_impact(diagnosis, set(targets)),
         )
         check_proposal(p, harness, harness_dir)
         (valid if p.valid else rejected).append(p)
@@ -334,7 +407,7 @@ def _first_json_object(text: str) -> Any | None:
     decoder = json.JSONDecoder()
     for m in re.finditer(r"\{", text):
         try:
-            obj, _ = decoder.raw_decode(text[m.start():])
+            obj, _ = decoder.raw_decode(text[m.start() :])
             return obj
         except json.JSONDecodeError:
             continue

@@ -139,12 +139,22 @@ def release(
     store = HarnessStore(harness_dir)
     where = store.rel or "."
     if not is_version_name(version):
-        raise StoreError(Issue(where, f"{version!r} is not a version name", hint="use v<number> (v4) or a semantic version (1.4.0)"))
+        raise StoreError(
+            Issue(where, f"{version!r} is not a version name", hint="use v<number> (v4) or a semantic version (1.4.0)")
+        )
     if store.find_version(version) is not None:
         raise StoreError(Issue(where, f"version {version} already exists", hint="choose a new version name"))
-    dirty = store.repo.git.status("--porcelain", "--untracked-files=all", "--", str(Path(store.repo.working_tree_dir) / store.rel))
+    dirty = store.repo.git.status(
+        "--porcelain", "--untracked-files=all", "--", str(Path(store.repo.working_tree_dir) / store.rel)
+    )
     if dirty.strip():
-        raise StoreError(Issue(where, "uncommitted changes under the harness folder", hint="commit them (the release gates the committed harness)"))
+        raise StoreError(
+            Issue(
+                where,
+                "uncommitted changes under the harness folder",
+                hint="commit them (the release gates the committed harness)",
+            )
+        )
     cand = store.resolve("HEAD")
     name = cand.harness.name
     prod_ref = production or (pointer_name(name) if production_commit(store, name) else None)
@@ -155,8 +165,14 @@ def release(
     if prod is not None:  # name the production commit by its version when it has one
         prod_ref = prod.version or next((v.name for v in store.list_versions() if v.commit == prod.commit), prod_ref)
     result = ReleaseResult(
-        version=version, harness=name, candidate=str(cand.commit), production=prod.commit if prod else None,
-        production_label=prod_ref, passed=True, gated=gate is not None, dry_run=dry_run,
+        version=version,
+        harness=name,
+        candidate=str(cand.commit),
+        production=prod.commit if prod else None,
+        production_label=prod_ref,
+        passed=True,
+        gated=gate is not None,
+        dry_run=dry_run,
     )
     diff = diff_harnesses(prod.harness, cand.harness, from_label=prod_ref or "", to_label=version) if prod else None
     result.diff = diff.to_dict() if diff else None
@@ -176,8 +192,13 @@ def release(
 
 
 def _gate(
-    result: ReleaseResult, gate: GateConfig, candidate: Any, production: Any | None, diff: HarnessDiff | None,
-    progress: Callable[[str, int, int], None] | None, backend: Any | None,
+    result: ReleaseResult,
+    gate: GateConfig,
+    candidate: Any,
+    production: Any | None,
+    diff: HarnessDiff | None,
+    progress: Callable[[str, int, int], None] | None,
+    backend: Any | None,
 ) -> None:
     items = standard_items(gate.suites, gate.evals_dir, gate.limit)
     evo: EvolutionSuite | None = None
@@ -188,29 +209,49 @@ def _gate(
         if evo.items:
             items[EVOLUTION] = evo.items
     common: dict[str, Any] = {
-        "model": gate.model, "api_base": gate.api_base, "runs_dir": gate.runs_dir, "jobs": gate.jobs, "cache": gate.cache,
-        "latency_budget_s": gate.latency_budget_s, "max_tokens": gate.max_tokens, "evals_dir": gate.evals_dir, "backend": backend,
+        "model": gate.model,
+        "api_base": gate.api_base,
+        "runs_dir": gate.runs_dir,
+        "jobs": gate.jobs,
+        "cache": gate.cache,
+        "latency_budget_s": gate.latency_budget_s,
+        "max_tokens": gate.max_tokens,
+        "evals_dir": gate.evals_dir,
+        "backend": backend,
     }
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
         cand_dir = _write(candidate, Path(tmp) / "candidate")
-        run_c = evaluate_items(items, harness_path=cand_dir, run_id=f"release-{result.version}-{result.candidate[:7]}", progress=progress, **common)
+        run_c = evaluate_items(
+            items,
+            harness_path=cand_dir,
+            run_id=f"release-{result.version}-{result.candidate[:7]}",
+            progress=progress,
+            **common,
+        )
         result.runs["candidate"] = str(run_c.store.root)
         cmp: Comparison | None = None
         if production is not None:
             prod_dir = _write(production, Path(tmp) / "production")
             run_p = evaluate_items(
-                items, harness_path=prod_dir, run_id=f"production-{str(result.production)[:7]}-for-{result.version}-{result.candidate[:7]}",
-                progress=progress, **common,
+                items,
+                harness_path=prod_dir,
+                run_id=f"production-{str(result.production)[:7]}-for-{result.version}-{result.candidate[:7]}",
+                progress=progress,
+                **common,
             )
             result.runs["production"] = str(run_p.store.root)
-            cmp = compare_results(run_p.results, run_c.results, threshold=gate.threshold, run_a=run_p.run_id, run_b=run_c.run_id)
+            cmp = compare_results(
+                run_p.results, run_c.results, threshold=gate.threshold, run_a=run_p.run_id, run_b=run_c.run_id
+            )
             result.comparison = cmp.to_dict()
     result.latency = _latency(run_c, gate.latency_budget_s)
     reasons = []
     if cmp is not None and cmp.regression:
         for s, d in cmp.suites.items():
             if d.regression:
-                reasons.append(f"regression on {s}: {d.score_a:.1f} -> {d.score_b:.1f} ({d.delta.value:+.1f} points, threshold {gate.threshold:g})")
+                reasons.append(
+                    f"regression on {s}: {d.score_a:.1f} -> {d.score_b:.1f} ({d.delta.value:+.1f} points, threshold {gate.threshold:g})"
+                )
     p95 = result.latency.get("p95")
     if p95 is None or math.isnan(p95):
         reasons.append("no reply latency measured (every case failed to run)")
@@ -253,7 +294,11 @@ def write_release_note(result: ReleaseResult, diff: HarnessDiff | None, notes_di
         f"# {result.harness} {result.version}",
         "",
         f"Released {datetime.now(UTC):%Y-%m-%d %H:%M} UTC from commit {result.candidate[:7]}"
-        + (f", replacing {result.production_label} ({str(result.production)[:7]})." if result.production else " (first release)."),
+        + (
+            f", replacing {result.production_label} ({str(result.production)[:7]})."
+            if result.production
+            else " (first release)."
+        ),
         "",
         "## Changes",
         "",
@@ -272,9 +317,14 @@ def write_release_note(result: ReleaseResult, diff: HarnessDiff | None, notes_di
         if result.comparison:
             lines += ["| suite | production | candidate | delta | n |", "|---|---:|---:|---:|---:|"]
             for s, d in result.comparison["suites"].items():
-                lines.append(f"| {s} | {d['score_a']:.1f} | {d['score_b']:.1f} | {d['delta']['value']:+.1f} | {d['n_paired']} |")
+                lines.append(
+                    f"| {s} | {d['score_a']:.1f} | {d['score_b']:.1f} | {d['delta']['value']:+.1f} | {d['n_paired']} |"
+                )
         if result.evolution:
-            lines += ["", f"Evolution suite: {result.evolution['cases']} cases over {len(result.evolution['coverage'])} changed elements."]
+            lines += [
+                "",
+                f"Evolution suite: {result.evolution['cases']} cases over {len(result.evolution['coverage'])} changed elements.",
+            ]
             for path, why in result.evolution["uncovered"].items():
                 lines.append(f"- not exercised: {path} ({why})")
         if result.latency:
@@ -313,12 +363,20 @@ def rollback(harness_dir: str | Path, to: str | None = None) -> Rollback:
     where = store.rel or "."
     current = production_commit(store, name)
     if current is None:
-        raise StoreError(Issue(where, f"no production version yet ({pointer} does not exist)", hint="release one with `harnessctl release vN --gate`"))
+        raise StoreError(
+            Issue(
+                where,
+                f"no production version yet ({pointer} does not exist)",
+                hint="release one with `harnessctl release vN --gate`",
+            )
+        )
     if to is not None:
         target = store.resolve(to)
         commit, label = str(target.commit), target.label
         if target.commit is None:
-            raise StoreError(Issue(where, f"{to!r} is a folder, not a version or revision", hint="pass a version such as v3"))
+            raise StoreError(
+                Issue(where, f"{to!r} is a folder, not a version or revision", hint="pass a version such as v3")
+            )
     else:
         try:
             log = store.repo.git.reflog("show", "--format=%H", pointer).split()
@@ -326,7 +384,11 @@ def rollback(harness_dir: str | Path, to: str | None = None) -> Rollback:
             log = []
         previous = [c for c in log[1:] if c != current]
         if not previous:
-            raise StoreError(Issue(where, f"{pointer} has no earlier position in this clone's reflog", hint="name the version: --to v3"))
+            raise StoreError(
+                Issue(
+                    where, f"{pointer} has no earlier position in this clone's reflog", hint="name the version: --to v3"
+                )
+            )
         commit = previous[0]
         label = next((v.name for v in store.list_versions() if v.commit == commit), commit[:7])
     if commit == current:

@@ -90,7 +90,9 @@ def render_run_report(run_root: str | Path, d: Diagnosis | None = None, *, max_d
     store = RunStore.open(run_root)
     results, manifest = store.results(), store.manifest
     budget = (manifest.get("config") or {}).get("latency_budget_s")
-    html = render_report(results, manifest, summary=summarize(results, manifest, latency_budget_s=budget), max_details=max_details)
+    html = render_report(
+        results, manifest, summary=summarize(results, manifest, latency_budget_s=budget), max_details=max_details
+    )
     return with_diagnosis(html, d if d is not None else diagnose_run(store.root))
 
 
@@ -138,24 +140,32 @@ def bench_page(bench: LatencyBench) -> str:
     charts = []
     for q in ("p50", "p95", "p99"):
         charts.append(f"<div><h3>{q.upper()} per reply (s)</h3>")
-        charts.append(bar_chart([(f"c={lv.concurrency}", getattr(lv, q)) for lv in bench.levels if not math.isnan(getattr(lv, q))],
-                                max_value=bench.budget_s, unit="s"))
+        charts.append(
+            bar_chart(
+                [(f"c={lv.concurrency}", getattr(lv, q)) for lv in bench.levels if not math.isnan(getattr(lv, q))],
+                max_value=bench.budget_s,
+                unit="s",
+            )
+        )
         charts.append("</div>")
-    return "\n".join([
-        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        f"<title>latency bench — {escape(bench.model)}</title><style>{REPORT_CSS}</style></head><body>",
-        f"<h1>Latency bench — {escape(bench.model)}</h1>",
-        f"<p class=meta>budget {bench.budget_s:g}s per reply · max {bench.max_tokens} tokens per reply"
-        + (f" · {escape(bench.note)}" if bench.note else "") + "</p>",
-        (
-            "<table><thead><tr><th>concurrency</th><th>n</th><th>errors</th><th>P50 s</th><th>P95 s</th><th>P99 s</th>"
-            "<th>TTFT P50 s</th><th>TTFT P95 s</th><th>tokens/s</th><th>over budget</th><th>req/s</th></tr></thead><tbody>"
-        ),
-        *rows,
-        "</tbody></table><div class=grid>",
-        *charts,
-        "</div></body></html>",
-    ])
+    return "\n".join(
+        [
+            "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+            f"<title>latency bench — {escape(bench.model)}</title><style>{REPORT_CSS}</style></head><body>",
+            f"<h1>Latency bench — {escape(bench.model)}</h1>",
+            f"<p class=meta>budget {bench.budget_s:g}s per reply · max {bench.max_tokens} tokens per reply"
+            + (f" · {escape(bench.note)}" if bench.note else "")
+            + "</p>",
+            (
+                "<table><thead><tr><th>concurrency</th><th>n</th><th>errors</th><th>P50 s</th><th>P95 s</th><th>P99 s</th>"
+                "<th>TTFT P50 s</th><th>TTFT P95 s</th><th>tokens/s</th><th>over budget</th><th>req/s</th></tr></thead><tbody>"
+            ),
+            *rows,
+            "</tbody></table><div class=grid>",
+            *charts,
+            "</div></body></html>",
+        ]
+    )
 
 
 def _s(x: float | None) -> str:

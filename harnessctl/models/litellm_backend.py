@@ -116,7 +116,7 @@ class LiteLLMModel:
     def __repr__(self) -> str:
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
 
-    def for_episode(self, case: Any, harness: Any) -> "LiteLLMModel":
+    def for_episode(self, case: Any, harness: Any) -> LiteLLMModel:
         return self
 
     # -- calls --------------------------------------------------------------------------------
@@ -230,7 +230,9 @@ class LiteLLMModel:
                     if wanted not in served:
                         listing = ", ".join(repr(m) for m in served[:10]) or "no model"
                         hint = f"; pass --model {self.provider}/{served[0]}" if served else ""
-                        raise ModelError(f"{self.name}: the server at {self.api_base} serves {listing}, not {wanted!r}{hint}")
+                        raise ModelError(
+                            f"{self.name}: the server at {self.api_base} serves {listing}, not {wanted!r}{hint}"
+                        )
                     return
         self.generate([{"role": "user", "content": "Hello"}], [], dataclasses.replace(settings, max_tokens=1))
 
@@ -327,7 +329,9 @@ def _connection_failure(e: BaseException) -> str | None:
 def _retryable(e: Exception, litellm: Any) -> bool:
     """Transport errors, timeouts, rate limits and 5xx are worth retrying; other 4xx are not."""
     ex = litellm.exceptions
-    if isinstance(e, (ex.Timeout, ex.APIConnectionError, ex.RateLimitError, ex.InternalServerError, ex.ServiceUnavailableError)):
+    if isinstance(
+        e, (ex.Timeout, ex.APIConnectionError, ex.RateLimitError, ex.InternalServerError, ex.ServiceUnavailableError)
+    ):
         return True
     status = getattr(e, "status_code", None)
     if isinstance(status, int):
@@ -346,7 +350,13 @@ def _wire_message(m: dict[str, Any]) -> dict[str, Any]:
         args = fn.get("arguments", {})
         if not isinstance(args, str):
             fn["arguments"] = json.dumps(args if args is not None else {}, ensure_ascii=False)
-        wired.append({"id": c.get("id") or f"call_{i}", "type": "function", "function": {"name": fn.get("name", ""), "arguments": fn["arguments"]}})
+        wired.append(
+            {
+                "id": c.get("id") or f"call_{i}",
+                "type": "function",
+                "function": {"name": fn.get("name", ""), "arguments": fn["arguments"]},
+            }
+        )
     out = dict(m)
     out["tool_calls"] = wired
     return out

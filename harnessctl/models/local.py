@@ -54,12 +54,16 @@ class LocalModel:
         if not path.is_dir():
             raise ModelError(f"{self.name}: no such model folder (build one with `harnessctl model init --out {path}`)")
         if not (path / "config.json").is_file():
-            raise ModelError(f"{self.name}: not a model folder (no config.json); expected a save_pretrained() checkpoint")
+            raise ModelError(
+                f"{self.name}: not a model folder (no config.json); expected a save_pretrained() checkpoint"
+            )
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as e:
-            raise ModelError(f"{self.name}: the embedded backend needs torch and transformers ({e}); install harnessctl[train]") from None
+            raise ModelError(
+                f"{self.name}: the embedded backend needs torch and transformers ({e}); install harnessctl[train]"
+            ) from None
         try:
             with quiet_transformers():
                 self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -69,7 +73,9 @@ class LocalModel:
         except (OSError, ValueError) as e:
             raise ModelError(f"{self.name}: cannot load the checkpoint: {_first_line(e)}") from None
         if not self.tokenizer.chat_template:
-            raise ModelError(f"{self.name}: the tokenizer has no chat template; the embedded backend needs one with tools")
+            raise ModelError(
+                f"{self.name}: the tokenizer has no chat template; the embedded backend needs one with tools"
+            )
         self.model.eval()
         self.device = device
         self._torch = torch
@@ -80,7 +86,7 @@ class LocalModel:
     def __repr__(self) -> str:
         return f"LocalModel({self.name!r})"
 
-    def for_episode(self, case: Any, harness: Any) -> "LocalModel":
+    def for_episode(self, case: Any, harness: Any) -> LocalModel:
         return self
 
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
@@ -95,8 +101,12 @@ class LocalModel:
         return list(out["input_ids"])
 
     def generate(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings,
-        *, on_text: Callable[[str], None] | None = None,
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        settings: GenerationSettings,
+        *,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
         """One assistant turn: content, parsed tool calls, token ids and log-probabilities.
 
@@ -122,7 +132,9 @@ class LocalModel:
             "max_new_tokens": settings.max_tokens,
             "do_sample": sample,
             "eos_token_id": self._stop_ids,
-            "pad_token_id": self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self._stop_ids[0],
+            "pad_token_id": self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else self._stop_ids[0],
             "return_dict_in_generate": True,
             "output_logits": self.return_logprobs,
         }

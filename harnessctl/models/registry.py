@@ -87,7 +87,9 @@ def _oracle_blind(path: str) -> ModelBackend:
     from harnessctl.sim.oracle import OracleBlindModel
 
     if not (Path(path) / "harness.yaml").is_file():
-        raise ModelError(f"oracle-blind: no harness at {path!r}; name the harness it memorised, e.g. oracle-blind:harnesses/livecommerce")
+        raise ModelError(
+            f"oracle-blind: no harness at {path!r}; name the harness it memorised, e.g. oracle-blind:harnesses/livecommerce"
+        )
     try:
         return OracleBlindModel(load_harness(path))
     except HarnessError as e:

@@ -20,13 +20,13 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelError
 from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
 
-ScriptStep = Union[ModelResponse, str, Callable[[list[dict[str, Any]], list[dict[str, Any]]], Union[ModelResponse, str]]]
+ScriptStep = ModelResponse | str | Callable[[list[dict[str, Any]], list[dict[str, Any]]], ModelResponse | str]
 
 
 class ScriptedModel:
@@ -43,7 +43,7 @@ class ScriptedModel:
         self.calls = 0  # how many responses this instance has given
         self._lock = threading.Lock()
 
-    def for_episode(self, case: Any, harness: Any) -> "ScriptedModel":
+    def for_episode(self, case: Any, harness: Any) -> ScriptedModel:
         return ScriptedModel(self.script, name=self.name, repeat_last=self.repeat_last)
 
     def generate(
@@ -53,7 +53,9 @@ class ScriptedModel:
             index = self.calls
             if index >= len(self.script):
                 if not self.repeat_last:
-                    raise ModelError(f"{self.name}: the script has only {len(self.script)} steps (call {index + 1} asked)")
+                    raise ModelError(
+                        f"{self.name}: the script has only {len(self.script)} steps (call {index + 1} asked)"
+                    )
                 index = len(self.script) - 1
             self.calls += 1
         step = self.script[index]

@@ -100,14 +100,21 @@ def generate_reply(
     positions = getattr(backend, "max_positions", 0) or 0
     if positions and settings.max_tokens >= positions:
         raise RequestError(
-            400, f"'max_tokens' {settings.max_tokens} leaves no room for a prompt: this model has {positions} positions",
-            param="max_tokens", code="context_length_exceeded",
+            400,
+            f"'max_tokens' {settings.max_tokens} leaves no room for a prompt: this model has {positions} positions",
+            param="max_tokens",
+            code="context_length_exceeded",
         )
     extra = {"on_text": on_text} if on_text is not None and _streams(backend) else {}
     try:
         return backend.generate(messages, tools, settings, **extra)
     except ContextLengthError as e:
-        raise RequestError(400, f"{e}; send a shorter prompt or a smaller max_tokens", param="max_tokens", code="context_length_exceeded") from None
+        raise RequestError(
+            400,
+            f"{e}; send a shorter prompt or a smaller max_tokens",
+            param="max_tokens",
+            code="context_length_exceeded",
+        ) from None
     except ModelError as e:
         raise RequestError(500, f"the model failed: {e}", code="model_error") from None
 
@@ -132,10 +139,14 @@ def stream_options(body: Any) -> tuple[bool, bool]:
         raise RequestError(400, f"'stream' must be true or false (got {stream!r})", param="stream")
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
-        raise RequestError(400, "'stream_options' must be an object, e.g. {\"include_usage\": true}", param="stream_options")
+        raise RequestError(
+            400, "'stream_options' must be an object, e.g. {\"include_usage\": true}", param="stream_options"
+        )
     include_usage = options.get("include_usage") or False
     if not isinstance(include_usage, bool):
-        raise RequestError(400, f"'stream_options.include_usage' must be true or false (got {include_usage!r})", param="stream_options")
+        raise RequestError(
+            400, f"'stream_options.include_usage' must be true or false (got {include_usage!r})", param="stream_options"
+        )
     return stream, include_usage
 
 
@@ -164,7 +175,10 @@ class CompletionStream:
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model_name,
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model_name,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
         }
 
@@ -172,7 +186,7 @@ class CompletionStream:
         out = [] if self._started else [self._chunk({"role": "assistant", "content": ""})]
         self._started = True
         if content.startswith(self.sent) and len(content) > len(self.sent):
-            out.append(self._chunk({"content": content[len(self.sent):]}))
+            out.append(self._chunk({"content": content[len(self.sent) :]}))
             self.sent = content
         return out
 
@@ -193,10 +207,16 @@ class CompletionStream:
             out.append(self._chunk({"tool_calls": [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]}))
         out.append(self._chunk({}, choice["finish_reason"]))
         if self.include_usage:
-            out.append({
-                "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model_name,
-                "choices": [], "usage": final["usage"],
-            })
+            out.append(
+                {
+                    "id": self.id,
+                    "object": "chat.completion.chunk",
+                    "created": self.created,
+                    "model": self.model_name,
+                    "choices": [],
+                    "usage": final["usage"],
+                }
+            )
         return out
 
 
@@ -223,7 +243,11 @@ def parse_request(body: Any, model_name: str) -> tuple[list[dict[str, Any]], lis
         if not isinstance(m, dict):
             raise RequestError(400, f"messages[{i}] must be an object", param=f"messages[{i}]")
         if m.get("role") not in ROLES:
-            raise RequestError(400, f"messages[{i}].role must be one of {', '.join(ROLES)} (got {m.get('role')!r})", param=f"messages[{i}].role")
+            raise RequestError(
+                400,
+                f"messages[{i}].role must be one of {', '.join(ROLES)} (got {m.get('role')!r})",
+                param=f"messages[{i}].role",
+            )
         content = m.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise RequestError(400, f"messages[{i}].content must be a string", param=f"messages[{i}].content")
@@ -237,7 +261,11 @@ def parse_request(body: Any, model_name: str) -> tuple[list[dict[str, Any]], lis
     for i, t in enumerate(tools):
         fn = t.get("function") if isinstance(t, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise RequestError(400, f"tools[{i}] must look like {{type: function, function: {{name, description, parameters}}}}", param=f"tools[{i}]")
+            raise RequestError(
+                400,
+                f"tools[{i}] must look like {{type: function, function: {{name, description, parameters}}}}",
+                param=f"tools[{i}]",
+            )
     temperature = _number(body, "temperature", 0.0, low=0.0, high=2.0)
     top_p = _number(body, "top_p", 1.0, low=0.0, high=1.0)
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens", 256))
@@ -349,7 +377,7 @@ class EmbeddedServer:
     def serve_forever(self) -> None:
         self._httpd.serve_forever(poll_interval=0.2)
 
-    def start(self) -> "EmbeddedServer":
+    def start(self) -> EmbeddedServer:
         self._thread = threading.Thread(target=self.serve_forever, name="harnessctl-serve", daemon=True)
         self._thread.start()
         return self
@@ -404,7 +432,13 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
             elif path == "/v1/models":
                 if not self._check_auth():
                     return
-                self._send(200, {"object": "list", "data": [{"id": server.model_name, "object": "model", "created": 0, "owned_by": "harnessctl"}]})
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": server.model_name, "object": "model", "created": 0, "owned_by": "harnessctl"}],
+                    },
+                )
             else:
                 self._send(404, RequestError(404, f"no route GET {path}; try /v1/models", code="not_found").body())
 
@@ -412,7 +446,9 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?")[0].rstrip("/")
             if path not in ("/v1/chat/completions", "/chat/completions"):
                 self._drain()
-                self._send(404, RequestError(404, f"no route POST {path}; use /v1/chat/completions", code="not_found").body())
+                self._send(
+                    404, RequestError(404, f"no route POST {path}; use /v1/chat/completions", code="not_found").body()
+                )
                 return
             if not self._check_auth():
                 self._drain()
@@ -428,7 +464,10 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
                 answer, status = e.body(), e.status
             except Exception as e:  # noqa: BLE001 - a broken backend must not kill the server
                 log.exception("backend failed")
-                answer, status = RequestError(500, f"internal error: {type(e).__name__}: {e}", code="internal_error").body(), 500
+                answer, status = (
+                    RequestError(500, f"internal error: {type(e).__name__}: {e}", code="internal_error").body(),
+                    500,
+                )
             else:
                 status = 200
             try:
@@ -461,7 +500,9 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
                 self._chunk(data)
 
             try:
-                response = generate_reply(server.backend, body, server.model_name, on_text=lambda t: send(stream.text(t)))
+                response = generate_reply(
+                    server.backend, body, server.model_name, on_text=lambda t: send(stream.text(t))
+                )
                 send(stream.finish(response))
             except RequestError as e:
                 if not started:
@@ -489,7 +530,12 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
         def _check_auth(self) -> bool:
             if server.authorized(self.headers.get("Authorization")):
                 return True
-            self._send(401, RequestError(401, "missing or wrong API key (Authorization: Bearer <key>)", code="invalid_api_key").body())
+            self._send(
+                401,
+                RequestError(
+                    401, "missing or wrong API key (Authorization: Bearer <key>)", code="invalid_api_key"
+                ).body(),
+            )
             return False
 
         def _read_json(self) -> Any:
@@ -552,9 +598,16 @@ def vllm_command(model: str, *, host: str, port: int, served_name: str | None = 
     """
     path = model[len("local:") :] if model.startswith("local:") else model
     cmd = [
-        "vllm", "serve", path,
-        "--host", host, "--port", str(port),
-        "--enable-auto-tool-choice", "--tool-call-parser", VLLM_TOOL_CALL_PARSER,
+        "vllm",
+        "serve",
+        path,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        VLLM_TOOL_CALL_PARSER,
     ]
     if served_name:
         cmd += ["--served-model-name", served_name]

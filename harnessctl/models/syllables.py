@@ -24,9 +24,7 @@ VOWELS = "aeiou"
 CODAS = "klmnrs"
 
 #: Every syllable a generated name may use (490), in a fixed order.
-SYLLABLES: tuple[str, ...] = tuple(
-    o + v + c for o in ONSETS for v in VOWELS for c in ("", *CODAS)
-)
+SYLLABLES: tuple[str, ...] = tuple(o + v + c for o in ONSETS for v in VOWELS for c in ("", *CODAS))
 SYLLABLE_SET = frozenset(SYLLABLES)
 
 _SPLIT_RE = re.compile(rf"[{ONSETS}][{VOWELS}](?:[{CODAS}](?![{VOWELS}]))?")

@@ -58,12 +58,16 @@ class TinyModelConfig:
 
     def __post_init__(self) -> None:
         if self.hidden_size % self.num_heads:
-            raise ValueError(f"hidden_size {self.hidden_size} must be a multiple of num_heads {self.num_heads}; change one of them")
+            raise ValueError(
+                f"hidden_size {self.hidden_size} must be a multiple of num_heads {self.num_heads}; change one of them"
+            )
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_heads {self.num_heads} must be a multiple of num_kv_heads {self.num_kv_heads}")
         min_vocab = 256 + len(SYLLABLES) + 64
         if self.vocab_size < min_vocab:
-            raise ValueError(f"vocab_size {self.vocab_size} is too small: at least {min_vocab} (bytes + name syllables + markers)")
+            raise ValueError(
+                f"vocab_size {self.vocab_size} is too small: at least {min_vocab} (bytes + name syllables + markers)"
+            )
         if self.corpus_source not in ("auto", "oracle", "harness"):
             raise ValueError(f"corpus_source must be auto, oracle or harness (got {self.corpus_source!r})")
         if self.corpus_conversations < 1:
@@ -110,13 +114,17 @@ def build_tiny_model(
     t0 = time.perf_counter()
 
     step("rendering the corpus")
-    conversations, source = build_corpus(harness, n=config.corpus_conversations, seed=config.seed, source=config.corpus_source)
+    conversations, source = build_corpus(
+        harness, n=config.corpus_conversations, seed=config.seed, source=config.corpus_source
+    )
     texts = list(render_conversations(conversations))
     timings["corpus"] = time.perf_counter() - t0
 
     step("training the tokenizer")
     t = time.perf_counter()
-    tokenizer = train_tokenizer([*texts, *syllable_drill()], vocab_size=config.vocab_size, model_max_length=config.max_position_embeddings)
+    tokenizer = train_tokenizer(
+        [*texts, *syllable_drill()], vocab_size=config.vocab_size, model_max_length=config.max_position_embeddings
+    )
     timings["tokenizer"] = time.perf_counter() - t
 
     step("initialising the model")

@@ -53,7 +53,9 @@ def render_conversations(conversations: list[Conversation]) -> Iterator[str]:
     from transformers.utils.chat_template_utils import render_jinja_template
 
     for conv in conversations:
-        rendered, _ = render_jinja_template([conv["messages"]], tools=conv["tools"] or None, chat_template=CHAT_TEMPLATE)
+        rendered, _ = render_jinja_template(
+            [conv["messages"]], tools=conv["tools"] or None, chat_template=CHAT_TEMPLATE
+        )
         yield rendered[0]
 
 
@@ -161,7 +163,11 @@ def _exchange(h: Harness, skill: Any, rng: random.Random, messages: list[dict[st
 
 def _call(messages: list[dict[str, Any]], name: str, args: dict[str, Any], result: str) -> None:
     messages.append(
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": name, "arguments": args}}]}
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": name, "arguments": args}}],
+        }
     )
     messages.append({"role": "tool", "name": name, "content": result})
 

@@ -77,7 +77,7 @@ CHAT_TEMPLATE = (
     "{%- if message.tool_calls is defined and message.tool_calls -%}\n"
     "{%- for call in message.tool_calls -%}\n"
     "{%- set fn = call.function if call.function is defined else call -%}\n"
-    "{{- '<tool_call>{\"name\": \"' + fn.name + '\", \"arguments\": ' -}}\n"
+    '{{- \'<tool_call>{"name": "\' + fn.name + \'", "arguments": \' -}}\n'
     "{%- if fn.arguments is string -%}{{- fn.arguments -}}{%- else -%}{{- fn.arguments | tojson -}}{%- endif -%}\n"
     "{{- '}</tool_call>' -}}\n"
     "{%- endfor -%}\n"

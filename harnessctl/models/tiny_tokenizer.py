@@ -32,7 +32,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from harnessctl.models.syllables import SYLLABLES
-from harnessctl.models.tiny_template import CHAT_TEMPLATE, END_OF_TEXT, IM_END, MARKER_TOKENS, RESPONSE_TEMPLATE, SPECIAL_TOKENS
+from harnessctl.models.tiny_template import (
+    CHAT_TEMPLATE,
+    END_OF_TEXT,
+    IM_END,
+    MARKER_TOKENS,
+    RESPONSE_TEMPLATE,
+    SPECIAL_TOKENS,
+)
 
 _CONS = "bcdfghjklmnpqrstvwxz"
 _VOWELS = "aeiouy"

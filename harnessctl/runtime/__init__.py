@@ -19,8 +19,25 @@ from .messages import format_tool_result, parse_tool_content, viewer_message
 from .record import EpisodeRecord, ModelResponse, ModelStep, Termination, ToolCall, ToolStep
 
 __all__ = [
-    "Episode", "EpisodeRecord", "FunctionEnvironment", "MalformedResult", "ModelRequest", "ModelResponse", "ModelStep",
+    "Episode",
+    "EpisodeRecord",
+    "FunctionEnvironment",
+    "MalformedResult",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelStep",
     "Termination",
-    "ToolCall", "ToolEnvironment", "ToolError", "ToolStep", "ToolTimeout", "apply_guards", "arun_episode", "environment_for",
-    "format_tool_result", "parse_tool_content", "reply_char_limit", "run_episode", "viewer_message",
+    "ToolCall",
+    "ToolEnvironment",
+    "ToolError",
+    "ToolStep",
+    "ToolTimeout",
+    "apply_guards",
+    "arun_episode",
+    "environment_for",
+    "format_tool_result",
+    "parse_tool_content",
+    "reply_char_limit",
+    "run_episode",
+    "viewer_message",
 ]

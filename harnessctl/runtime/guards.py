@@ -66,23 +66,37 @@ def apply_guards(reply: str, h: Harness, *, allow_revise: bool) -> GuardOutcome:
                 continue
             if g.action == "revise" and allow_revise:
                 events.append({"guard": "max_chars", "action": "revise", "chars": len(text), "limit": limit})
-                feedback.append(f"Your reply has {len(text)} characters; the limit is {limit}. Write it again, shorter.")
+                feedback.append(
+                    f"Your reply has {len(text)} characters; the limit is {limit}. Write it again, shorter."
+                )
                 continue
             before = len(text)
             text = truncate_reply(text, limit)
-            events.append({"guard": "max_chars", "action": "truncate", "chars": before, "limit": limit, "fallback": g.action != "truncate"})
+            events.append(
+                {
+                    "guard": "max_chars",
+                    "action": "truncate",
+                    "chars": before,
+                    "limit": limit,
+                    "fallback": g.action != "truncate",
+                }
+            )
         elif g.type == "banned_phrases":
             found = [p for p in g.phrases if p and re.search(re.escape(p), text, re.IGNORECASE)]
             if not found:
                 continue
             if g.action == "revise" and allow_revise:
                 events.append({"guard": "banned_phrases", "action": "revise", "phrases": found})
-                feedback.append("Do not say " + ", ".join(f'"{p}"' for p in found) + ". Write your reply again without them.")
+                feedback.append(
+                    "Do not say " + ", ".join(f'"{p}"' for p in found) + ". Write your reply again without them."
+                )
                 continue
             for p in found:
                 text = re.sub(re.escape(p), g.replacement, text, flags=re.IGNORECASE)
             text = re.sub(r"\s{2,}", " ", text).strip()
-            events.append({"guard": "banned_phrases", "action": "replace", "phrases": found, "fallback": g.action != "replace"})
+            events.append(
+                {"guard": "banned_phrases", "action": "replace", "phrases": found, "fallback": g.action != "replace"}
+            )
     if feedback:
         return GuardOutcome(reply=reply, events=events, revise_feedback=" ".join(feedback))
     return GuardOutcome(reply=text, events=events)

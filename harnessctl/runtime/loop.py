@@ -68,7 +68,12 @@ StepCallback = Callable[[ModelStep | ToolStep], None]
 
 #: The retry-hook trigger (``hooks.retry.on``) each failure answers to; other failures are
 #: tool errors.
-_RETRY_TRIGGER = {"timeout": "timeout", "invalid_call": "invalid_call", "unknown_tool": "invalid_call", "empty_result": "empty_result"}
+_RETRY_TRIGGER = {
+    "timeout": "timeout",
+    "invalid_call": "invalid_call",
+    "unknown_tool": "invalid_call",
+    "empty_result": "empty_result",
+}
 
 
 def run_episode(
@@ -175,7 +180,9 @@ class Episode:
         """Start the episode: the first request (or the record, when it ends before any call)."""
         return self._advance(lambda: next(self._steps))
 
-    def step(self, response: ModelResponse | BaseException, latency_s: float | None = None) -> ModelRequest | EpisodeRecord:
+    def step(
+        self, response: ModelResponse | BaseException, latency_s: float | None = None
+    ) -> ModelRequest | EpisodeRecord:
         """Feed the model's answer to the last request; returns the next request or the record."""
         if self.record is not None:
             raise RuntimeError("the episode is over: read .record")
@@ -276,7 +283,9 @@ class _Episode:
         self.policy: Any = model
         self.start = time.perf_counter()
         self.max_turns = int(harness.constraint("max_turns", DEFAULT_MAX_TURNS) or DEFAULT_MAX_TURNS)
-        self.max_tool_calls = int(harness.constraint("max_tool_calls", DEFAULT_MAX_TOOL_CALLS) or DEFAULT_MAX_TOOL_CALLS)
+        self.max_tool_calls = int(
+            harness.constraint("max_tool_calls", DEFAULT_MAX_TOOL_CALLS) or DEFAULT_MAX_TOOL_CALLS
+        )
         self.retry = harness.hooks.retry
         self.calls_made = 0
         self.failures: Counter[tuple[str, str]] = Counter()
@@ -369,7 +378,11 @@ class _Episode:
                 bad_text_turns += 1
                 if "invalid_call" in self.retry.on and bad_text_turns < max(1, int(self.retry.max_attempts)):
                     messages.append({"role": "assistant", "content": content})
-                    messages.append(runtime_note(self._feedback("tool call", f"unreadable tool call: {parse_errors[0]}", bad_text_turns)))
+                    messages.append(
+                        runtime_note(
+                            self._feedback("tool call", f"unreadable tool call: {parse_errors[0]}", bad_text_turns)
+                        )
+                    )
                     continue
 
             reply = visible_text(content)
@@ -468,7 +481,11 @@ class _Episode:
             step.error = "invalid_call"
             self.invalid[self.h.skill_loader.key] += 1
             names = ", ".join(self.r.skill_key_by_name)
-            return done(format_tool_error("invalid_call", f"unknown skill {skill_name!r}; the skills are {names}", self.h.hooks.message))
+            return done(
+                format_tool_error(
+                    "invalid_call", f"unknown skill {skill_name!r}; the skills are {names}", self.h.hooks.message
+                )
+            )
         text = render_skill(self.h, self.h.skill(skill_key))
         step.ok = True
         step.result = text
@@ -523,7 +540,9 @@ def _assistant(content: str, calls: list[ToolCall], ids: list[str]) -> dict[str,
                 "type": "function",
                 "function": {
                     "name": c.name,
-                    "arguments": json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or ""),
+                    "arguments": json.dumps(c.arguments, ensure_ascii=False)
+                    if c.arguments is not None
+                    else (c.raw_arguments or ""),
                 },
             }
             for c, call_id in zip(calls, ids)

@@ -43,7 +43,9 @@ def viewer_message(case: Any) -> dict[str, Any]:
     ctx = case.context
     parts = []
     if ctx.product_id:
-        parts.append(f"on screen: {ctx.product_name} ({ctx.product_id})" if ctx.product_name else f"on screen: {ctx.product_id}")
+        parts.append(
+            f"on screen: {ctx.product_name} ({ctx.product_id})" if ctx.product_name else f"on screen: {ctx.product_id}"
+        )
     lineup = getattr(ctx, "lineup", None) or {}
     if lineup:
         parts.append("earlier: " + ", ".join(f"{name} ({pid})" for pid, name in lineup.items()))
@@ -168,7 +170,7 @@ def _unflatten(text: str) -> Any:
                 continue
         keys = path.strip().split(".")
         node: Any = root
-        for k, nxt in zip(keys, keys[1:]):
+        for k, _nxt in zip(keys, keys[1:]):
             child = node.get(k) if isinstance(node, dict) else None
             if child is None:
                 child = {}

@@ -98,7 +98,7 @@ class EpisodeRecord:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EpisodeRecord":
+    def from_dict(cls, d: dict[str, Any]) -> EpisodeRecord:
         d = dict(d)
         d["termination"] = Termination(d.get("termination", "reply"))
         d["model_steps"] = [ModelStep(**s) for s in d.get("model_steps", [])]

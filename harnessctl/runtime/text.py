@@ -18,10 +18,10 @@ from harnessctl.models.toolcall_text import split_think
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 # Pictographs, symbols and flags; skin-tone modifiers and joiners belong to the emoji before them.
 _EMOJI_RE = re.compile(
-    "(?:[\U0001F1E6-\U0001F1FF]{2})"
-    "|(?:[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\u2934\u2935\u3030\u303D\u3297\u3299]"
-    "[\U0001F3FB-\U0001F3FF\uFE0F]*"
-    "(?:\u200D[\U0001F300-\U0001FAFF\u2600-\u27BF][\U0001F3FB-\U0001F3FF\uFE0F]*)*)"
+    "(?:[\U0001f1e6-\U0001f1ff]{2})"
+    "|(?:[\U0001f300-\U0001faff\u2600-\u27bf\u2b50\u2b55\u2934\u2935\u3030\u303d\u3297\u3299]"
+    "[\U0001f3fb-\U0001f3ff\ufe0f]*"
+    "(?:\u200d[\U0001f300-\U0001faff\u2600-\u27bf][\U0001f3fb-\U0001f3ff\ufe0f]*)*)"
 )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
-_BY_TEXT: "OrderedDict[str, Any]" = OrderedDict()
+_BY_TEXT: OrderedDict[str, Any] = OrderedDict()
 _BY_ID: dict[int, tuple[Any, Any]] = {}
 _MAX = 4096
 _LOCK = threading.Lock()

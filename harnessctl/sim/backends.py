@@ -25,7 +25,7 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 def _product(world: Any, args: dict[str, Any]) -> dict[str, Any]:
     pid = args.get("product_id")
     if not pid:
-        raise ToolError("product_id is required, e.g. \"P012\" (the one on screen is in the context)")
+        raise ToolError('product_id is required, e.g. "P012" (the one on screen is in the context)')
     try:
         return world.catalog.product(str(pid))
     except KeyError as e:
@@ -42,7 +42,9 @@ def search_products(world: Any, args: dict[str, Any]) -> dict[str, Any]:
         if category and p["category"] != category:
             continue
         name_words = set(_WORD_RE.findall(p["name"].lower()))
-        other = set(_WORD_RE.findall(" ".join([p["description"], p["category"], *map(str, p["attributes"].values())]).lower()))
+        other = set(
+            _WORD_RE.findall(" ".join([p["description"], p["category"], *map(str, p["attributes"].values())]).lower())
+        )
         score = 3 * len(words & name_words) + len(words & other)
         if score:
             scored.append((-score, i, p))
@@ -90,7 +92,9 @@ def get_stock(world: Any, args: dict[str, Any]) -> dict[str, Any]:
     if want:
         names = {v["name"].lower(): v["name"] for v in p["variants"]}
         if str(want).strip().lower() not in names:
-            raise ToolError(f"{p['id']} has no variant {want!r}; variants are {', '.join(v['name'] for v in p['variants'])}")
+            raise ToolError(
+                f"{p['id']} has no variant {want!r}; variants are {', '.join(v['name'] for v in p['variants'])}"
+            )
         out["requested"] = names[str(want).strip().lower()]
     return out
 
@@ -108,13 +112,29 @@ def get_promotions(world: Any, args: dict[str, Any]) -> dict[str, Any]:
         for k in ("percent_off", "amount_off"):
             if c.get(k) is not None:
                 coupon[k] = c[k]
-        coupon.update({"min_spend": c.get("min_spend", 0.0), "per_viewer_limit": c.get("per_viewer_limit"), "ends_at": c.get("ends_at")})
+        coupon.update(
+            {
+                "min_spend": c.get("min_spend", 0.0),
+                "per_viewer_limit": c.get("per_viewer_limit"),
+                "ends_at": c.get("ends_at"),
+            }
+        )
         coupons.append(coupon)
     flash = cat.flash_sale_for(p["id"])
     flash_out = None
     if flash and is_active(flash["ends_at"], cat.now):
-        flash_out = {"price": flash["price"], "ends_at": flash["ends_at"], "per_viewer_limit": flash.get("per_viewer_limit")}
-    return {"product_id": p["id"], "live_price": p["live_price"], "as_of": cat.now, "coupons": coupons, "flash_sale": flash_out}
+        flash_out = {
+            "price": flash["price"],
+            "ends_at": flash["ends_at"],
+            "per_viewer_limit": flash.get("per_viewer_limit"),
+        }
+    return {
+        "product_id": p["id"],
+        "live_price": p["live_price"],
+        "as_of": cat.now,
+        "coupons": coupons,
+        "flash_sale": flash_out,
+    }
 
 
 @register_backend("sim.estimate_shipping")
@@ -128,7 +148,13 @@ def estimate_shipping(world: Any, args: dict[str, Any]) -> dict[str, Any]:
     if args.get("product_id"):
         _product(world, args)  # a bad id is an error even where the rule does not need it
     rule = cat.shipping[region]
-    return {"region": region, "days_min": rule["days_min"], "days_max": rule["days_max"], "fee": rule["fee"], "free_over": rule["free_over"]}
+    return {
+        "region": region,
+        "days_min": rule["days_min"],
+        "days_max": rule["days_max"],
+        "fee": rule["fee"],
+        "free_over": rule["free_over"],
+    }
 
 
 @register_backend("sim.get_order_status")
@@ -139,8 +165,19 @@ def get_order_status(world: Any, args: dict[str, Any]) -> dict[str, Any]:
         o = world.catalog.order(oid)
     except KeyError as e:
         raise ToolError(str(e.args[0])) from None
-    name = world.catalog.product(o["product_id"])["name"] if world.catalog.has_product(o["product_id"]) else o["product_id"]
-    return {"order_id": o["id"], "status": o["status"], "placed": o["placed"], "eta": o["eta"], "carrier": o["carrier"], "item": name}
+    name = (
+        world.catalog.product(o["product_id"])["name"]
+        if world.catalog.has_product(o["product_id"])
+        else o["product_id"]
+    )
+    return {
+        "order_id": o["id"],
+        "status": o["status"],
+        "placed": o["placed"],
+        "eta": o["eta"],
+        "carrier": o["carrier"],
+        "item": name,
+    }
 
 
 @register_backend("sim.get_return_policy")
@@ -160,7 +197,12 @@ def handoff_to_human(world: Any, args: dict[str, Any]) -> dict[str, Any]:
     urgency = str(args.get("urgency") or "normal")
     if urgency not in ("low", "normal", "high"):
         raise ToolError(f"urgency must be low, normal or high, not {urgency!r}")
-    return {"ticket": ticket_id(world.viewer_handle), "urgency": urgency, "queue": "live support", "wait_minutes": 5 if urgency == "high" else 15}
+    return {
+        "ticket": ticket_id(world.viewer_handle),
+        "urgency": urgency,
+        "queue": "live support",
+        "wait_minutes": 5 if urgency == "high" else 15,
+    }
 
 
 #: Every backend this module provides, by name (what the shipped harness binds to).

@@ -15,7 +15,6 @@ classifier, and :func:`import_query_log` for a file of real viewer comments.
 ('price', 'price_promo', ['product_details', 'promotions'], ['$18.99', 'BEAUTY15'])
 """
 
-
 from harnessctl.sim.catalog import load_catalog  # noqa: F401 - for the doctest above
 from harnessctl.sim.expectations import expectation_for
 from harnessctl.sim.generate import feasible_intents, generate_cases
@@ -25,7 +24,18 @@ from harnessctl.sim.task import FAULT_KINDS, INTENT_SKILL, INTENTS, SKILL_FALLBA
 from harnessctl.sim.templates import HANDLES, TEMPLATES, template_split, templates_for
 
 __all__ = [
-    "FAULT_KINDS", "HANDLES", "INTENTS", "INTENT_SKILL", "SKILL_FALLBACKS", "TEMPLATES", "case_from_query",
-    "classify_intent", "expectation_for", "feasible_intents", "generate_cases", "import_query_log",
-    "template_split", "templates_for",
+    "FAULT_KINDS",
+    "HANDLES",
+    "INTENTS",
+    "INTENT_SKILL",
+    "SKILL_FALLBACKS",
+    "TEMPLATES",
+    "case_from_query",
+    "classify_intent",
+    "expectation_for",
+    "feasible_intents",
+    "generate_cases",
+    "import_query_log",
+    "template_split",
+    "templates_for",
 ]

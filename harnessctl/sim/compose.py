@@ -21,7 +21,7 @@ from harnessctl.runtime.text import count_emojis
 from harnessctl.sim import facts as F
 
 _EMOJI_STRIP_RE = re.compile(
-    "[\U0001F1E6-\U0001F1FF\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\U0001F3FB-\U0001F3FF\uFE0F\u200D]"
+    "[\U0001f1e6-\U0001f1ff\U0001f300-\U0001faff\u2600-\u27bf\u2b50\u2b55\U0001f3fb-\U0001f3ff\ufe0f\u200d]"
 )
 
 
@@ -109,7 +109,10 @@ def _greeting(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> li
     n = ctx.get("on_screen_name")
     out = []
     if n:
-        out += [f"Hi {h}, welcome to the show! ✨ {n} is on screen, ask me anything about it.", f"Hi {h}, welcome! ✨ Ask me anything about {n}."]
+        out += [
+            f"Hi {h}, welcome to the show! ✨ {n} is on screen, ask me anything about it.",
+            f"Hi {h}, welcome! ✨ Ask me anything about {n}.",
+        ]
     out += [f"Hi {h}, welcome to the show! ✨", f"Hi {h}!"]
     return out
 
@@ -144,10 +147,17 @@ def _price(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
     best = _best(pid, live, found)
     if live is None:
         if best:
-            return [f"Let me confirm the price, but code {best['code']} gives {F.discount_phrase(best)}!", f"Code {best['code']} gives {F.discount_phrase(best)}."]
+            return [
+                f"Let me confirm the price, but code {best['code']} gives {F.discount_phrase(best)}!",
+                f"Code {best['code']} gives {F.discount_phrase(best)}.",
+            ]
         return ["Let me check the price for you, one moment!", "Checking the price!"]
     p = F.money(live)
-    lst = F.money(card["list_price"]) if isinstance(card.get("list_price"), (int, float)) and card["list_price"] > live else None
+    lst = (
+        F.money(card["list_price"])
+        if isinstance(card.get("list_price"), (int, float)) and card["list_price"] > live
+        else None
+    )
     n = _subject(name)
     out = []
     asks_coupon = bool(slots.get("asks_coupon"))
@@ -158,7 +168,12 @@ def _price(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
             disc += _ends_today(best, found.promos.get(pid) or {})
         if lst:
             out.append(f"{n} is {p} in the live room (was {lst}), and code {code} gives {disc}!")
-        out += [f"{n} is {p} live, and code {code} gives {disc}!", f"{n} is {p} live, code {code} for {disc}.", f"{p} live, code {code} for {disc}.", f"{p}, code {code}."]
+        out += [
+            f"{n} is {p} live, and code {code} gives {disc}!",
+            f"{n} is {p} live, code {code} for {disc}.",
+            f"{p} live, code {code} for {disc}.",
+            f"{p}, code {code}.",
+        ]
     elif asks_coupon and "coupons" in (found.promos.get(pid) or {}):
         if lst:
             out.append(f"{n} is {p} in the live room, down from {lst}; no coupon right now!")
@@ -186,12 +201,19 @@ def _promotion(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> l
     n = _subject(name, "this one")
     if promos is None or "coupons" not in promos:
         if live is not None:
-            return [f"{_subject(name)} is {F.money(live)} live; let me check the coupons for you!", f"{F.money(live)} live, checking coupons!"]
+            return [
+                f"{_subject(name)} is {F.money(live)} live; let me check the coupons for you!",
+                f"{F.money(live)} live, checking coupons!",
+            ]
         return ["Let me check the deals for you, one moment!", "Checking the deals!"]
     best = _best(pid, live, found)
     if not best:
         if live is not None:
-            return [f"No coupon on {n} right now, but it's {F.money(live)} in the live room!", f"No coupon now, it's {F.money(live)} live!", f"{F.money(live)} live!"]
+            return [
+                f"No coupon on {n} right now, but it's {F.money(live)} in the live room!",
+                f"No coupon now, it's {F.money(live)} live!",
+                f"{F.money(live)} live!",
+            ]
         return [f"No coupon on {n} right now, sorry!", "No coupon right now!"]
     code, disc = best["code"], F.discount_phrase(best)
     ends = _ends_today(best, promos)
@@ -228,7 +250,11 @@ def _stock(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
         if n <= 0:
             alt = F.closest_in_stock(variants, vname)
             if alt:
-                return [f"{vname} is sold out, sorry! {alt} is still available, want that one?", f"{vname} is sold out, but {alt} is available!", f"{vname} sold out; {alt} available."]
+                return [
+                    f"{vname} is sold out, sorry! {alt} is still available, want that one?",
+                    f"{vname} is sold out, but {alt} is available!",
+                    f"{vname} sold out; {alt} available.",
+                ]
             return [f"{vname} is sold out, sorry!"]
         phrase = F.units_phrase(n)
         if n < F.LOW_STOCK:
@@ -259,10 +285,17 @@ def _size(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[s
     if isinstance(guide, list) and guide and height:
         size = F.size_for_height(guide, float(height))
         if size:
-            return [f"At {height} cm I'd go for size {size} in {name}!", f"At {height} cm, go for size {size}!", f"I'd pick size {size}."]
+            return [
+                f"At {height} cm I'd go for size {size} in {name}!",
+                f"At {height} cm, go for size {size}!",
+                f"I'd pick size {size}.",
+            ]
     sizes = ", ".join(str(v) for v in card.get("variants") or [])
     if sizes:
-        return [f"{name} comes in {sizes}; tell me your height and I'll suggest a size!", "Tell me your height and I'll suggest a size!"]
+        return [
+            f"{name} comes in {sizes}; tell me your height and I'll suggest a size!",
+            "Tell me your height and I'll suggest a size!",
+        ]
     return ["Tell me your height and I'll suggest a size!"]
 
 
@@ -273,12 +306,19 @@ def _shipping(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> li
     region = str(s.get("region") or slots.get("region") or "your area").title()
     days = F.days_range(int(s["days_min"]), int(s.get("days_max", s["days_min"])))
     if not s["fee"]:
-        return [f"Good news: free shipping to {region}, arriving in {days}!", f"Free shipping to {region}, {days}!", f"free shipping, {days}"]
+        return [
+            f"Good news: free shipping to {region}, arriving in {days}!",
+            f"Free shipping to {region}, {days}!",
+            f"free shipping, {days}",
+        ]
     fee = F.money(s["fee"])
     out = []
     if isinstance(s.get("free_over"), (int, float)) and s["free_over"]:
         free = F.money(s["free_over"])
-        out += [f"Delivery to {region} takes {days} with a {fee} fee, free over {free}!", f"To {region}: {days}, {fee} fee, free over {free}."]
+        out += [
+            f"Delivery to {region} takes {days} with a {fee} fee, free over {free}!",
+            f"To {region}: {days}, {fee} fee, free over {free}.",
+        ]
     out += [f"To {region}: {days}, {fee} fee.", f"{days}, {fee} fee."]
     return out
 
@@ -304,7 +344,10 @@ def _order(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
         return ["Could you share your order number? I'll check it right away!", "What's your order number?"]
     o = found.order
     if not o or not o.get("status"):
-        return [f"I couldn't reach the order system just now, I'll check {oid} and get back to you!", f"I'll check {oid} and get back to you!"]
+        return [
+            f"I couldn't reach the order system just now, I'll check {oid} and get back to you!",
+            f"I'll check {oid} and get back to you!",
+        ]
     status = str(o["status"])
     oid = str(o.get("order_id") or oid)
     eta = F.day(o["eta"]) if o.get("eta") else None
@@ -312,7 +355,11 @@ def _order(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
     if not eta:
         return [f"Order {oid} is {phrase}.", f"{oid}: {phrase}"]
     if status == "delivered":
-        return [f"Order {oid} was delivered on {eta}! Let me know if you can't find it.", f"Order {oid} was delivered on {eta}.", f"{oid}: delivered {eta}"]
+        return [
+            f"Order {oid} was delivered on {eta}! Let me know if you can't find it.",
+            f"Order {oid} was delivered on {eta}.",
+            f"{oid}: delivered {eta}",
+        ]
     carrier = o.get("carrier")
     out = []
     if carrier:
@@ -352,7 +399,10 @@ def _compliance(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> 
     card = found.cards.get(pid)
     name = _subject(_name(pid, ctx, found), "It")
     if not card:
-        return ["Please ask a doctor or pharmacist about health questions; I'll check the product card for you.", "Please ask your doctor about that."]
+        return [
+            "Please ask a doctor or pharmacist about health questions; I'll check the product card for you.",
+            "Please ask your doctor about that.",
+        ]
     comp = card.get("compliance")
     if isinstance(comp, dict) and comp.get("disclaimer"):
         kind, disc = comp.get("kind") or "product", comp["disclaimer"]
@@ -362,13 +412,19 @@ def _compliance(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> 
             f"It's {disc}; please ask your doctor.",
             f"{disc[0].upper()}{disc[1:]}; ask your doctor.",
         ]
-    return [f"I can only share what's on the card for {name}; please ask a doctor about health questions.", "Please ask a doctor about health questions."]
+    return [
+        f"I can only share what's on the card for {name}; please ask a doctor about health questions.",
+        "Please ask a doctor about health questions.",
+    ]
 
 
 def _handoff(slots: dict[str, Any], ctx: dict[str, Any], found: Findings, *, sorry: bool) -> list[str]:
     t = (found.ticket or {}).get("ticket")
     if not t:
-        return ["I'm so sorry! I'll get a team member to reach you as soon as I can.", "Sorry! A team member will reach you soon."]
+        return [
+            "I'm so sorry! I'll get a team member to reach you as soon as I can.",
+            "Sorry! A team member will reach you soon.",
+        ]
     if sorry:
         return [
             f"I'm so sorry about that! A team member will follow up with you shortly, ticket {t}.",
@@ -376,14 +432,23 @@ def _handoff(slots: dict[str, Any], ctx: dict[str, Any], found: Findings, *, sor
             f"Sorry! Ticket {t}, a team member will follow up.",
             f"Sorry! Ticket {t}.",
         ]
-    return [f"Sure! A team member will follow up with you shortly, ticket {t}.", f"Sure, a team member will follow up, ticket {t}.", f"Ticket {t}, a person will follow up."]
+    return [
+        f"Sure! A team member will follow up with you shortly, ticket {t}.",
+        f"Sure, a team member will follow up, ticket {t}.",
+        f"Ticket {t}, a person will follow up.",
+    ]
 
 
 def _off_topic(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[str]:
     n = ctx.get("on_screen_name")
     if not n:
         return ["Let's keep it to the show! Ask me about anything on screen. 😊", "Let's keep it to the show!"]
-    return [f"Ha, let's keep it to the show! {n} is on screen, want to know more about it? 😊", f"Let's keep it to the show: ask me about {n}!", f"Let's talk {n}!", n]
+    return [
+        f"Ha, let's keep it to the show! {n} is on screen, want to know more about it? 😊",
+        f"Let's keep it to the show: ask me about {n}!",
+        f"Let's talk {n}!",
+        n,
+    ]
 
 
 def _flash(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[str]:
@@ -401,7 +466,10 @@ def _flash(slots: dict[str, Any], ctx: dict[str, Any], found: Findings) -> list[
     if not isinstance(flash, dict) or not isinstance(flash.get("price"), (int, float)):
         live = promos.get("live_price")
         if isinstance(live, (int, float)):
-            return [f"No flash sale on {name} right now, but it's {F.money(live)} live!", f"No flash sale now; {F.money(live)} live."]
+            return [
+                f"No flash sale on {name} right now, but it's {F.money(live)} live!",
+                f"No flash sale now; {F.money(live)} live.",
+            ]
         return [f"No flash sale on {name} right now!", "No flash sale right now!"]
     price = F.money(flash["price"])
     as_of = promos.get("as_of")

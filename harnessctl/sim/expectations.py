@@ -74,7 +74,9 @@ def expectation_for(
             exp.facts = [F.units_phrase(sum(v["stock"] for v in p["variants"]))]
     elif intent == "size_advice":
         assert p is not None
-        size = F.size_for_height(p.get("size_guide") or [], float(slots["height_cm"])) if slots.get("height_cm") else None
+        size = (
+            F.size_for_height(p.get("size_guide") or [], float(slots["height_cm"])) if slots.get("height_cm") else None
+        )
         exp.facts = [F.size_phrase(size)] if size else []
     elif intent == "shipping":
         rule = catalog.shipping[slots["region"]]
@@ -113,7 +115,11 @@ def expectation_for(
         assert p is not None
         flash = catalog.flash_sale_for(p["id"])
         if flash and F.is_active(flash["ends_at"], now):
-            exp.facts = [F.money(flash["price"]), F.when(flash["ends_at"], now), F.left_phrase(sum(v["stock"] for v in p["variants"]))]
+            exp.facts = [
+                F.money(flash["price"]),
+                F.when(flash["ends_at"], now),
+                F.left_phrase(sum(v["stock"] for v in p["variants"])),
+            ]
             if flash.get("per_viewer_limit"):
                 exp.facts.append(F.limit_phrase(flash["per_viewer_limit"]))
     exp.fact_sources = fact_sources(intent, exp.facts, spec_calls)
@@ -126,4 +132,3 @@ def _has_order(catalog: Catalog, oid: str) -> bool:
     except KeyError:
         return False
     return True
-

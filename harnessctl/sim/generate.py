@@ -91,7 +91,9 @@ def generate_cases(
     cases = []
     for i, intent in enumerate(order[:n]):
         case_rng = random.Random(f"case|{seed}|{i}")
-        case = _make_case(intent, case_rng, catalog, case_id=f"{intent}-{seed}-{i:04d}", seed=seed, suite=suite, messages=messages)
+        case = _make_case(
+            intent, case_rng, catalog, case_id=f"{intent}-{seed}-{i:04d}", seed=seed, suite=suite, messages=messages
+        )
         if fault_rates:
             case.faults = _fault_plan(case, case_rng, fault_rates)
             if case.faults:
@@ -122,7 +124,11 @@ def _make_case(
     product = rng.choice(pool)
     region = rng.choice(sorted(catalog.shipping)) if catalog.shipping else None
     handle = rng.choice(HANDLES)
-    context = CaseContext(product_id=product["id"], product_name=product["name"], viewer={"handle": handle, "region": region} if region else {"handle": handle})
+    context = CaseContext(
+        product_id=product["id"],
+        product_name=product["name"],
+        viewer={"handle": handle, "region": region} if region else {"handle": handle},
+    )
     slots: dict[str, Any] = {"product_id": product["id"]}
     key = intent
     fill: dict[str, Any] = {"this": rng.choice(POINTERS + (product["name"],)), "name": product["name"]}
@@ -201,7 +207,14 @@ def _make_case(
         tags.append("on_screen_ref")
 
     case = Case(
-        id=case_id, intent=intent, query=query, context=context, suite=suite, seed=seed, tags=tags, slots=slots,
+        id=case_id,
+        intent=intent,
+        query=query,
+        context=context,
+        suite=suite,
+        seed=seed,
+        tags=tags,
+        slots=slots,
         template=template_id(key, template),
     )
     case.expect = expectation_for(intent, slots, catalog, context, query)
@@ -224,9 +237,18 @@ def _casual(text: str, rng: random.Random) -> str:
 def _history(rng: random.Random, handle: str, name: str) -> list[dict[str, str]]:
     return rng.choice(
         [
-            [{"role": "user", "content": "hi Mia!"}, {"role": "assistant", "content": f"Hi {handle}, welcome to the show!"}],
-            [{"role": "user", "content": f"is that the {name}?"}, {"role": "assistant", "content": f"Yes, that's {name} on screen now!"}],
-            [{"role": "user", "content": "just joined, what's on?"}, {"role": "assistant", "content": f"Welcome! We're showing {name} right now."}],
+            [
+                {"role": "user", "content": "hi Mia!"},
+                {"role": "assistant", "content": f"Hi {handle}, welcome to the show!"},
+            ],
+            [
+                {"role": "user", "content": f"is that the {name}?"},
+                {"role": "assistant", "content": f"Yes, that's {name} on screen now!"},
+            ],
+            [
+                {"role": "user", "content": "just joined, what's on?"},
+                {"role": "assistant", "content": f"Welcome! We're showing {name} right now."},
+            ],
         ]
     )
 
@@ -255,4 +277,3 @@ def _fault_plan(case: Case, rng: random.Random, rates: dict[str, float]) -> dict
             # Most faults clear on the retry; some persist (the reply must then invent nothing).
             return {tool: [kind] * (4 if rng.random() < 0.25 else 1)}
     return {}
-

@@ -50,13 +50,33 @@ from dataclasses import dataclass
 
 #: What "in stock" may be said as (a negated sold-out phrase counts too).
 IN_STOCK = (
-    "in stock", "in-stock", "available", "still have", "still got", "have plenty", "plenty left", "plenty in stock",
-    "lots left", "ready to ship", "on hand", "can still get", "can still order",
+    "in stock",
+    "in-stock",
+    "available",
+    "still have",
+    "still got",
+    "have plenty",
+    "plenty left",
+    "plenty in stock",
+    "lots left",
+    "ready to ship",
+    "on hand",
+    "can still get",
+    "can still order",
 )
 #: What "sold out" may be said as (a negated in-stock phrase counts too).
 SOLD_OUT = (
-    "sold out", "sold-out", "out of stock", "none left", "no stock", "no units left", "nothing left", "all gone",
-    "unavailable", "zero left", "0 left",
+    "sold out",
+    "sold-out",
+    "out of stock",
+    "none left",
+    "no stock",
+    "no units left",
+    "nothing left",
+    "all gone",
+    "unavailable",
+    "zero left",
+    "0 left",
 )
 #: Order statuses (as the order tool writes them) and how a reply may say each.
 STATUS_SYNONYMS = {
@@ -64,36 +84,120 @@ STATUS_SYNONYMS = {
     "shipped": ("shipped", "dispatched", "in transit", "on its way", "on the way", "has left the warehouse"),
     "delayed": ("delayed", "running late", "behind schedule", "late"),
     "delivered": ("delivered", "has arrived", "was dropped off", "arrived"),
-    "out for delivery": ("out for delivery", "with the courier", "with the driver", "on the delivery truck", "arriving today"),
+    "out for delivery": (
+        "out for delivery",
+        "with the courier",
+        "with the driver",
+        "on the delivery truck",
+        "arriving today",
+    ),
 }
 FREE_SHIPPING = (
-    "free shipping", "free delivery", "ships free", "ships for free", "shipping is free", "delivery is free",
-    "shipping is on us", "delivery is on us", "no shipping fee", "no delivery fee", "no shipping cost", "$0 shipping",
-    "shipping free", "delivered free", "free of charge",
+    "free shipping",
+    "free delivery",
+    "ships free",
+    "ships for free",
+    "shipping is free",
+    "delivery is free",
+    "shipping is on us",
+    "delivery is on us",
+    "no shipping fee",
+    "no delivery fee",
+    "no shipping cost",
+    "$0 shipping",
+    "shipping free",
+    "delivered free",
+    "free of charge",
 )
 ORDER_NUMBER = ("order number", "order #", "order no", "order id", "order code", "order reference")
 #: Words that negate what follows them in a clause.
 NEGATION_CUES = (
-    "not", "no", "never", "none", "nor", "neither", "no longer", "isn't", "aren't", "wasn't", "weren't", "won't",
-    "don't", "doesn't", "didn't", "can't", "cannot", "couldn't", "hasn't", "haven't", "hadn't", "shouldn't",
-    "without", "nothing",
+    "not",
+    "no",
+    "never",
+    "none",
+    "nor",
+    "neither",
+    "no longer",
+    "isn't",
+    "aren't",
+    "wasn't",
+    "weren't",
+    "won't",
+    "don't",
+    "doesn't",
+    "didn't",
+    "can't",
+    "cannot",
+    "couldn't",
+    "hasn't",
+    "haven't",
+    "hadn't",
+    "shouldn't",
+    "without",
+    "nothing",
 )
 #: Words after a fact that take it back ("BEAUTY15 has expired").
 RETRACTIONS = (
-    "no longer", "not anymore", "any more", "anymore", "expired", "invalid", "not valid", "doesn't work",
-    "does not work", "isn't valid", "is not valid", "not available", "ended", "is over", "was wrong", "not right",
-    "cancelled", "canceled",
+    "no longer",
+    "not anymore",
+    "any more",
+    "anymore",
+    "expired",
+    "invalid",
+    "not valid",
+    "doesn't work",
+    "does not work",
+    "isn't valid",
+    "is not valid",
+    "not available",
+    "ended",
+    "is over",
+    "was wrong",
+    "not right",
+    "cancelled",
+    "canceled",
 )
 #: Phrases that end an offer for the rest of the sentence ("the flash sale is over, it was ...").
 _SALE_OVER = ("is over", "are over", "has ended", "have ended", "already ended", "has expired", "have expired")
 #: Cues before a value that make it history or a comparison, not the value now.
 _PAST_CUES = ("was", "were", "used to be", "used to", "had been")
 _COMPARATIVES = (
-    "more than", "less than", "over", "under", "above", "below", "higher than", "lower than", "cheaper than",
-    "at least", "beyond", "except", "instead of", "rather than",
+    "more than",
+    "less than",
+    "over",
+    "under",
+    "above",
+    "below",
+    "higher than",
+    "lower than",
+    "cheaper than",
+    "at least",
+    "beyond",
+    "except",
+    "instead of",
+    "rather than",
 )
-_COUNTERFACTUAL = ("should have been", "would have been", "could have been", "supposed to be", "meant to be", "used to be")
-_VALUE_KINDS = ("money", "money_off", "percent_off", "day_range", "days", "count", "in_stock", "sold_out", "limit", "free_shipping")
+_COUNTERFACTUAL = (
+    "should have been",
+    "would have been",
+    "could have been",
+    "supposed to be",
+    "meant to be",
+    "used to be",
+)
+_VALUE_KINDS = (
+    "money",
+    "money_off",
+    "percent_off",
+    "day_range",
+    "days",
+    "count",
+    "in_stock",
+    "sold_out",
+    "limit",
+    "free_shipping",
+)
 #: A following clause that only says no: "..., but it isn't", "... - not anymore".
 _BARE_NO = re.compile(
     r"^[\s,;:\-—]*(?:but\s+|though\s+)?(?:(?:it|that|they|this|he|she)\s+)?(?:isn't|is not|hasn't|has not|wasn't|"
@@ -107,7 +211,29 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
 _NUMBER_WORDS = {
     w: i
     for i, w in enumerate(
-        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
     )
 }
 _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90})
@@ -217,18 +343,28 @@ def mentions(fact: str, reply: str) -> list[Mention]:
     elif kind == "percent_off":
         value = _num(f.split("%")[0])
         pat = r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b|pct\b)"
-        spans = [m.span() for m in re.finditer(pat, text) if _num(m.group(1)) == value and _near(text, m.span(), _OFF_WORDS)]
+        spans = [
+            m.span() for m in re.finditer(pat, text) if _num(m.group(1)) == value and _near(text, m.span(), _OFF_WORDS)
+        ]
     elif kind == "day_range":
         lo, hi = (int(x) for x in f.split()[0].split("-"))
         spans = _range_spans(text, lo, hi)
     elif kind == "days":
         n = int(f.split()[0])
-        spans = [m.span() for m in re.finditer(rf"(?<![\d.\-])(?<!to ){n}(?:\s|-)?(?:(?:business|working|calendar)\s+)?days?\b", text)]
+        spans = [
+            m.span()
+            for m in re.finditer(rf"(?<![\d.\-])(?<!to ){n}(?:\s|-)?(?:(?:business|working|calendar)\s+)?days?\b", text)
+        ]
     elif kind == "count":
         n = int(f.split()[0])
-        pat = rf"(?<![\d.$])(?:only\s+)?{n}\s+(?:{_UNITS}\s+)?(?:still\s+)?(?:left|remaining|available|in stock|to go)\b"
+        pat = (
+            rf"(?<![\d.$])(?:only\s+)?{n}\s+(?:{_UNITS}\s+)?(?:still\s+)?(?:left|remaining|available|in stock|to go)\b"
+        )
         spans = [m.span() for m in re.finditer(pat, text)]
-        spans += [m.span() for m in re.finditer(rf"\b(?:down to|only|just)\s+{n}(?!\.?\d)(?!\s*(?:%|percent|days?|dollars))", text)]
+        spans += [
+            m.span()
+            for m in re.finditer(rf"\b(?:down to|only|just)\s+{n}(?!\.?\d)(?!\s*(?:%|percent|days?|dollars))", text)
+        ]
     elif kind in ("in_stock", "sold_out"):
         same, other = (IN_STOCK, SOLD_OUT) if kind == "in_stock" else (SOLD_OUT, IN_STOCK)
         spans = _phrase_spans(text, same)
@@ -274,8 +410,11 @@ def normalise(text: str) -> str:
     """Lower case, one kind of dash and apostrophe, number words as digits, single spaces."""
     t = text.lower().replace("\u2019", "'").replace("\u2018", "'")
     t = re.sub(r"[\u2010-\u2015\u2212]", "-", t)
-    t = re.sub(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[- ](one|two|three|four|five|six|seven|eight|nine)\b",
-               lambda m: str(_NUMBER_WORDS[m.group(1)] + _NUMBER_WORDS[m.group(2)]), t)
+    t = re.sub(
+        r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[- ](one|two|three|four|five|six|seven|eight|nine)\b",
+        lambda m: str(_NUMBER_WORDS[m.group(1)] + _NUMBER_WORDS[m.group(2)]),
+        t,
+    )
     t = _NUMBER_WORD_RE.sub(lambda m: str(_NUMBER_WORDS[m.group(1)]), t)
     return re.sub(r"\s+", " ", t).strip()
 
@@ -316,7 +455,9 @@ def _clock_spans(text: str, hour: int, minute: int) -> list[tuple[int, int]]:
             out.append(m.span())
     for m in re.finditer(r"(?<![\d.:$])(\d{1,2})[:h](\d{2})(?!\d)(?!\s*(?:a\.?m|p\.?m))", text):
         if (int(m.group(1)), int(m.group(2))) == (hour, minute) or (
-            hour >= 13 and (int(m.group(1)), int(m.group(2))) == (hour - 12, minute) and _near(text, m.span(), ("tonight", "evening"))
+            hour >= 13
+            and (int(m.group(1)), int(m.group(2))) == (hour - 12, minute)
+            and _near(text, m.span(), ("tonight", "evening"))
         ):
             out.append(m.span())
     named = {(12, 0): ("noon", "midday"), (0, 0): ("midnight",)}.get((hour, minute), ())
@@ -407,7 +548,9 @@ def _negated(text: str, span: tuple[int, int], own: str = "", kind: str = "text"
         before = before.replace(idiom, " ")
     words = re.findall(r"[\w']+", before)
     tail = " " + " ".join(words[-4:]) + " "
-    if any(w in NEGATION_CUES or w.endswith("n't") for w in words[-4:]) or any(f" {c} " in tail for c in _COUNTERFACTUAL):
+    if any(w in NEGATION_CUES or w.endswith("n't") for w in words[-4:]) or any(
+        f" {c} " in tail for c in _COUNTERFACTUAL
+    ):
         return True
     if kind in _VALUE_KINDS:
         near = " " + " ".join(words[-3:]) + " "
@@ -417,5 +560,5 @@ def _negated(text: str, span: tuple[int, int], own: str = "", kind: str = "text"
     own_words = set(re.findall(r"[\w']+", own))
     if any(f" {r} " in after and not set(r.split()) <= own_words for r in RETRACTIONS):
         return True
-    nxt = text[right : s_right]
+    nxt = text[right:s_right]
     return bool(_BARE_NO.match(nxt))

@@ -73,7 +73,9 @@ class OracleModel:
             raise ModelError("the oracle answers under a harness: for_episode(case, harness) needs one")
         return OraclePolicy(case, harness, think=self.think)
 
-    def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+    def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
         raise ModelError("the oracle answers a known case: call for_episode(case, harness) and use what it returns")
 
 
@@ -130,7 +132,9 @@ class OraclePolicy:
         return OraclePolicy(case, harness, think=self.think)
 
     # The decision ---------------------------------------------------------------------------
-    def generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings) -> ModelResponse:
+    def generate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
         state = self._read(messages)
         turns_left = self.max_turns - state.turns  # this turn included
         calls_left = self.max_tool_calls - state.n_calls
@@ -138,7 +142,10 @@ class OraclePolicy:
         if turns_left > 1 and calls_left > 0:
             batch = self._next_calls(state, turns_left, calls_left)
         if batch:
-            calls = [ToolCall(name=n, arguments=a, id=f"call_{state.turns + 1}_{i}", raw_arguments=json.dumps(a)) for i, (n, a) in enumerate(batch)]
+            calls = [
+                ToolCall(name=n, arguments=a, id=f"call_{state.turns + 1}_{i}", raw_arguments=json.dumps(a))
+                for i, (n, a) in enumerate(batch)
+            ]
             content = self._think(f"{self.intent}: call " + ", ".join(n for n, _ in batch))
             return self._response(messages, content, calls)
         found = self._findings(state)
@@ -147,7 +154,12 @@ class OraclePolicy:
             "on_screen_id": self.case.context.product_id,
             "on_screen_name": getattr(self.case.context, "product_name", None),
         }
-        reply = choose_reply(compose(self.intent, self.slots, context, found), limit=self.limit, max_emojis=self.max_emojis, banned=self.banned)
+        reply = choose_reply(
+            compose(self.intent, self.slots, context, found),
+            limit=self.limit,
+            max_emojis=self.max_emojis,
+            banned=self.banned,
+        )
         return self._response(messages, self._think(f"{self.intent}: reply") + reply, [])
 
     def _next_calls(self, state: _State, turns_left: int, calls_left: int) -> list[tuple[str, dict[str, Any]]]:
@@ -206,7 +218,10 @@ class OraclePolicy:
                         except json.JSONDecodeError:
                             args = None
                     state.n_calls += 1
-                    pending[str(tc.get("id"))] = (self._keys.get(fn.get("name", "")), args if isinstance(args, dict) else {})
+                    pending[str(tc.get("id"))] = (
+                        self._keys.get(fn.get("name", "")),
+                        args if isinstance(args, dict) else {},
+                    )
             elif role == "tool":
                 key, args = pending.get(str(m.get("tool_call_id")), (None, {}))
                 if key is None:
@@ -291,7 +306,9 @@ def _plan(intent: str, slots: dict[str, Any], case: Any, h: Harness, skills: lis
     """The needed calls of the task spec (:func:`~harnessctl.sim.task.task_calls`), with the
     arguments a correct call sends — only tools the harness has, and under a loaded skill only
     the tools the skills list."""
-    calls = [PlannedCall(c.tool, dict(c.args), c.round) for c in task_calls(intent, slots, case.query or "") if c.required]
+    calls = [
+        PlannedCall(c.tool, dict(c.args), c.round) for c in task_calls(intent, slots, case.query or "") if c.required
+    ]
     keys = {t.key for t in h.tools}
     allowed = set().union(*(h.skill(k).tools for k in skills)) if skills else keys
     return [c for c in calls if c.tool in keys and c.tool in allowed and all(v is not None for v in c.args.values())]

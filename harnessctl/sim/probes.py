@@ -34,8 +34,19 @@ from harnessctl.runtime.record import ModelResponse
 from harnessctl.sim.oracle import OracleBlindModel, OracleModel
 
 PROBES = ("oracle", "negated", "reworded", "padded", "blind_tightened")
-_MONTHS = {"Jan": "January", "Feb": "February", "Mar": "March", "Apr": "April", "Jun": "June", "Jul": "July",
-           "Aug": "August", "Sep": "September", "Oct": "October", "Nov": "November", "Dec": "December"}
+_MONTHS = {
+    "Jan": "January",
+    "Feb": "February",
+    "Mar": "March",
+    "Apr": "April",
+    "Jun": "June",
+    "Jul": "July",
+    "Aug": "August",
+    "Sep": "September",
+    "Oct": "October",
+    "Nov": "November",
+    "Dec": "December",
+}
 _MONTH_RE = re.compile(r"\b(" + "|".join(_MONTHS) + r") (\d{1,2})\b")
 _PAD = " Honestly one of my favourite things in the whole show, everyone keeps asking about it"
 
@@ -120,7 +131,12 @@ def probe_table(cases: list[Any], harness: Any) -> dict[str, float]:
     limit = int(harness.constraint("max_reply_chars", 120) or 120)
     models: dict[str, tuple[Any, Any]] = {
         "oracle": (OracleModel(), harness),
-        "negated": (ReplyProbe("negated", lambda r, c: negate(r, list(c.expect.facts) + [f for g in c.expect.any_facts for f in g])), harness),
+        "negated": (
+            ReplyProbe(
+                "negated", lambda r, c: negate(r, list(c.expect.facts) + [f for g in c.expect.any_facts for f in g])
+            ),
+            harness,
+        ),
         "reworded": (ReplyProbe("reworded", lambda r, c: reword(r)), harness),
         "padded": (ReplyProbe("padded", lambda r, c: pad(r, limit)), harness),
         "blind_tightened": (OracleBlindModel(harness), tightened(harness)),

@@ -52,7 +52,9 @@ def case_from_query(
     viewer.setdefault("handle", "@viewer")
     if catalog.shipping:
         viewer.setdefault("region", "central" if "central" in catalog.shipping else min(catalog.shipping))
-    context = CaseContext(product_id=product["id"], product_name=product["name"], viewer=viewer, history=list(history or []))
+    context = CaseContext(
+        product_id=product["id"], product_name=product["name"], viewer=viewer, history=list(history or [])
+    )
     intent = classify_intent(query)
     slots = _slots(query, intent, product, catalog, viewer)
     if intent == "comparison" and "other_id" not in slots:
@@ -64,7 +66,9 @@ def case_from_query(
     return case
 
 
-def _slots(query: str, intent: str, product: dict[str, Any], catalog: Catalog, viewer: dict[str, Any]) -> dict[str, Any]:
+def _slots(
+    query: str, intent: str, product: dict[str, Any], catalog: Catalog, viewer: dict[str, Any]
+) -> dict[str, Any]:
     low = query.lower()
     slots: dict[str, Any] = {"product_id": product["id"]}
     m = ORDER_RE.search(query)
@@ -142,7 +146,11 @@ def import_query_log(
         pid = str(row.get("product_id") or row.get("on_screen") or product_id or "") or None
         if pid and not catalog.has_product(pid):
             raise ValueError(f"{path}:{line}: field 'product_id': no product {pid!r} in the catalog")
-        viewer = {k: str(v) for k, v in (("handle", row.get("handle") or row.get("viewer")), ("region", row.get("region"))) if v}
+        viewer = {
+            k: str(v)
+            for k, v in (("handle", row.get("handle") or row.get("viewer")), ("region", row.get("region")))
+            if v
+        }
         if viewer.get("handle") and not viewer["handle"].startswith("@"):
             viewer["handle"] = "@" + viewer["handle"]
         try:
@@ -152,4 +160,3 @@ def import_query_log(
         case.tags.append("production")
         cases.append(case)
     return cases
-

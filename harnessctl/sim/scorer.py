@@ -74,8 +74,15 @@ TASK_COMPONENTS = ("correctness", "tool_rationality", "skill_selection")
 #: reply (before any guard repaired it) and its calls: a guard still protects the viewer, but a
 #: reply that needed it does not pass.
 HARD_FAILURES = (
-    "hallucinated_number", "forbidden_claim", "no_reply", "model_error",
-    "over_length", "too_many_emojis", "banned_phrase", "over_tool_budget", "guard_revise",
+    "hallucinated_number",
+    "forbidden_claim",
+    "no_reply",
+    "model_error",
+    "over_length",
+    "too_many_emojis",
+    "banned_phrase",
+    "over_tool_budget",
+    "guard_revise",
 )
 LOADER_KEY = "load_skill"
 _MONEY_KEYS = ("price", "fee", "over", "spend", "amount", "cost", "total")
@@ -100,7 +107,13 @@ class ScoreBreakdown:
         return {k: getattr(self, k) for k in WEIGHTS}
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.components, "total": self.total, "passed": self.passed, "failures": list(self.failures), "details": dict(self.details)}
+        return {
+            **self.components,
+            "total": self.total,
+            "passed": self.passed,
+            "failures": list(self.failures),
+            "details": dict(self.details),
+        }
 
 
 def _total(comps: dict[str, float]) -> float:
@@ -217,8 +230,11 @@ def failure_entries(failures: list[str], case: Case) -> list[dict[str, Any]]:
             elif etype in ("tool", "skill"):
                 key = detail or None
         entry = {
-            "kind": kind, "component": component, "element": {"type": etype, "key": key},
-            "detail": detail or None, "hard": kind in HARD_FAILURES,
+            "kind": kind,
+            "component": component,
+            "element": {"type": etype, "key": key},
+            "detail": detail or None,
+            "hard": kind in HARD_FAILURES,
         }
         # The skill rule that asked for the missing fact or forbade the claim, by key.
         rule = fact_rule(case.intent, detail) if kind == "missing_fact" else None
@@ -304,7 +320,9 @@ def _wasted_steps(record: EpisodeRecord, case: Case) -> bool:
     for s in record.tool_steps:
         if s.key is None or not s.valid:
             return True
-        if s.key != LOADER_KEY and not any(ec.tool == s.key and _accepts(ec.args, s.arguments) for ec in case.expect.calls):
+        if s.key != LOADER_KEY and not any(
+            ec.tool == s.key and _accepts(ec.args, s.arguments) for ec in case.expect.calls
+        ):
             return True
     return False
 

@@ -114,7 +114,10 @@ def task_calls(intent: str, slots: dict[str, Any], query: str = "") -> list[Task
 
     if intent == "product_info":
         if slots.get("search"):
-            return [TaskCall("product_search", {"query": search_words(query)}, {}, round=1), on("product_details", round=2)]
+            return [
+                TaskCall("product_search", {"query": search_words(query)}, {}, round=1),
+                on("product_details", round=2),
+            ]
         return [on("product_details")]
     if intent in ("price", "promotion"):
         return [on("product_details"), on("promotions")]
@@ -122,7 +125,9 @@ def task_calls(intent: str, slots: dict[str, Any], query: str = "") -> list[Task
         variant = slots.get("variant")
         if variant:
             forms = sorted({variant, variant.lower(), variant.upper()})
-            return [TaskCall("stock_check", {"product_id": pid, "variant": variant}, {"product_id": pid, "variant": forms})]
+            return [
+                TaskCall("stock_check", {"product_id": pid, "variant": variant}, {"product_id": pid, "variant": forms})
+            ]
         return [on("stock_check")]
     if intent == "size_advice":
         return [on("product_details"), on("stock_check", required=False)]
@@ -145,8 +150,18 @@ def task_calls(intent: str, slots: dict[str, Any], query: str = "") -> list[Task
         if oid:
             calls.append(TaskCall("order_status", {"order_id": str(oid).upper()}, {"order_id": str(oid).upper()}))
         high = slots.get("urgency") == "high"
-        reason = "damaged or missing item" if high else ("viewer asked for a person" if intent == "human_request" else "unhappy viewer")
-        calls.append(TaskCall("human_handoff", {"reason": reason, "urgency": "high" if high else "normal"}, {"urgency": ["high"]} if high else {}))
+        reason = (
+            "damaged or missing item"
+            if high
+            else ("viewer asked for a person" if intent == "human_request" else "unhappy viewer")
+        )
+        calls.append(
+            TaskCall(
+                "human_handoff",
+                {"reason": reason, "urgency": "high" if high else "normal"},
+                {"urgency": ["high"]} if high else {},
+            )
+        )
         return calls
     if intent == "flash_sale":
         return [on("promotions"), on("stock_check")]
@@ -169,9 +184,15 @@ def fact_sources(intent: str, facts: list[str], calls: list[TaskCall]) -> dict[s
     if intent == "flash_sale":
         return {f: ("stock_check" if f.endswith(" left") or f == "sold out" else "promotions") for f in facts}
     single = {
-        "product_info": "product_details", "stock": "stock_check", "size_advice": "product_details",
-        "shipping": "shipping_estimate", "returns": "return_policy", "order_status": "order_status",
-        "compliance_sensitive": "product_details", "complaint": "human_handoff", "human_request": "human_handoff",
+        "product_info": "product_details",
+        "stock": "stock_check",
+        "size_advice": "product_details",
+        "shipping": "shipping_estimate",
+        "returns": "return_policy",
+        "order_status": "order_status",
+        "compliance_sensitive": "product_details",
+        "complaint": "human_handoff",
+        "human_request": "human_handoff",
     }
     return {f: single[intent] for f in facts}
 
@@ -181,19 +202,48 @@ def fact_sources(intent: str, facts: list[str], calls: list[TaskCall]) -> dict[s
 FACT_RULES: dict[str, dict[str, str]] = {
     "greeting": {"handle": "use_name"},
     "product_info": {"text": "name_it"},
-    "price": {"money": "live_price", "text": "check_deals", "percent_off": "check_deals", "money_off": "check_deals", "clock": "end_time"},
-    "promotion": {"money": "live_price", "text": "check_deals", "percent_off": "check_deals", "money_off": "check_deals", "clock": "end_time"},
+    "price": {
+        "money": "live_price",
+        "text": "check_deals",
+        "percent_off": "check_deals",
+        "money_off": "check_deals",
+        "clock": "end_time",
+    },
+    "promotion": {
+        "money": "live_price",
+        "text": "check_deals",
+        "percent_off": "check_deals",
+        "money_off": "check_deals",
+        "clock": "end_time",
+    },
     "stock": {"count": "exact_count", "in_stock": "exact_count", "sold_out": "exact_count", "text": "sold_out"},
     "size_advice": {"size": "size_from_card"},
-    "shipping": {"day_range": "days_and_fee", "days": "days_and_fee", "money": "days_and_fee", "free_shipping": "days_and_fee"},
+    "shipping": {
+        "day_range": "days_and_fee",
+        "days": "days_and_fee",
+        "money": "days_and_fee",
+        "free_shipping": "days_and_fee",
+    },
     "returns": {"days": "returns_from_policy"},
-    "order_status": {"text": "status_and_date", "status": "status_and_date", "date": "status_and_date", "order_number": "ask_for_number"},
+    "order_status": {
+        "text": "status_and_date",
+        "status": "status_and_date",
+        "date": "status_and_date",
+        "order_number": "ask_for_number",
+    },
     "comparison": {"money": "one_difference", "forbidden": "no_winner"},
     "compliance_sensitive": {"text": "not_medicine", "forbidden": "no_absolutes"},
     "complaint": {"text": "hand_off"},
     "human_request": {"text": "hand_off"},
     "off_topic": {"text": "redirect"},
-    "flash_sale": {"money": "window", "clock": "window", "date": "window", "count": "scarcity_true", "sold_out": "scarcity_true", "limit": "one_per_viewer"},
+    "flash_sale": {
+        "money": "window",
+        "clock": "window",
+        "date": "window",
+        "count": "scarcity_true",
+        "sold_out": "scarcity_true",
+        "limit": "one_per_viewer",
+    },
 }
 
 
@@ -208,7 +258,28 @@ def fact_rule(intent: str, fact: str) -> str | None:
     return FACT_RULES.get(intent, {}).get(fact_kind(fact))
 
 
-_STOP = {"the", "a", "an", "do", "you", "u", "have", "tell", "me", "more", "about", "what", "is", "like", "pls", "please", "describe", "it", "this", "one"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "do",
+    "you",
+    "u",
+    "have",
+    "tell",
+    "me",
+    "more",
+    "about",
+    "what",
+    "is",
+    "like",
+    "pls",
+    "please",
+    "describe",
+    "it",
+    "this",
+    "one",
+}
 
 
 def search_words(query: str) -> str:

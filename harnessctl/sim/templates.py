@@ -228,9 +228,33 @@ TEMPLATES: dict[str, list[str]] = {
 }
 
 HANDLES = (
-    "@lily_b", "@kim88", "@mo.shops", "@jay_k", "@ana.rose", "@tom_t", "@sara_l", "@dev_p", "@mimi22",
-    "@leo.fit", "@nina_w", "@ben_c", "@yuki_m", "@raj99", "@zoe.q", "@omar_s", "@ivy_h", "@max_r",
-    "@chloe.d", "@sam_e", "@priya_v", "@luca_b", "@emma.g", "@noah_f", "@hana_y", "@eli.k", "@ruby_x",
+    "@lily_b",
+    "@kim88",
+    "@mo.shops",
+    "@jay_k",
+    "@ana.rose",
+    "@tom_t",
+    "@sara_l",
+    "@dev_p",
+    "@mimi22",
+    "@leo.fit",
+    "@nina_w",
+    "@ben_c",
+    "@yuki_m",
+    "@raj99",
+    "@zoe.q",
+    "@omar_s",
+    "@ivy_h",
+    "@max_r",
+    "@chloe.d",
+    "@sam_e",
+    "@priya_v",
+    "@luca_b",
+    "@emma.g",
+    "@noah_f",
+    "@hana_y",
+    "@eli.k",
+    "@ruby_x",
 )
 POINTERS = ("this", "this one", "the one on screen", "it")
 CONDITIONS = ("acne", "eczema", "allergies", "insomnia", "joint pain")
@@ -285,12 +309,17 @@ def message_overlap(train: Iterable[Any], held_out: Iterable[Any]) -> dict[str, 
         return round(part / whole, 4) if whole else 0.0
 
     return {
-        "held_out_messages": len(held_out), "verbatim": verbatim, "verbatim_share": share(verbatim, len(held_out)),
+        "held_out_messages": len(held_out),
+        "verbatim": verbatim,
+        "verbatim_share": share(verbatim, len(held_out)),
         "held_out_texts": len({c.query for c in held_out}),
         "verbatim_texts": len({c.query for c in held_out} & texts),
-        "templates": len(h_templates), "templates_shared": len(h_templates & t_templates),
+        "templates": len(h_templates),
+        "templates_shared": len(h_templates & t_templates),
         "templates_shared_share": share(len(h_templates & t_templates), len(h_templates)),
-        "pairs": len(h_pairs), "pairs_shared": len(h_pairs & t_pairs), "pairs_shared_share": share(len(h_pairs & t_pairs), len(h_pairs)),
+        "pairs": len(h_pairs),
+        "pairs_shared": len(h_pairs & t_pairs),
+        "pairs_shared_share": share(len(h_pairs & t_pairs), len(h_pairs)),
     }
 
 

@@ -104,7 +104,9 @@ class World:
         result = fn(self, args)
         if fault == "malformed":
             text = json.dumps(result)
-            raise MalformedResult(f"{backend}: malformed payload (response cut off)", payload=text[: max(1, len(text) // 2)])
+            raise MalformedResult(
+                f"{backend}: malformed payload (response cut off)", payload=text[: max(1, len(text) // 2)]
+            )
         if fault == "empty":
             return {}
         if fault == "partial":

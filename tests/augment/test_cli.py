@@ -54,7 +54,9 @@ def test_augment_writes_valid_variant_folders_with_manifests_and_an_index(writte
 def test_the_same_seed_writes_the_same_bytes(written, livecommerce_path, tmp_path):
     out, _ = written
     again = tmp_path / "b"
-    result = _run("augment", "--n", 3, "--seed", 5, "--strength", 0.7, "--out", again, "-H", livecommerce_path, "--jobs", 1)
+    result = _run(
+        "augment", "--n", 3, "--seed", 5, "--strength", 0.7, "--out", again, "-H", livecommerce_path, "--jobs", 1
+    )
     assert result.exit_code == 0, result.output
     assert _tree_hash(again) == _tree_hash(out)
 
@@ -100,18 +102,46 @@ def test_preview_shows_one_variant_as_a_semantic_diff(livecommerce_path):
     shown = _run("augment", "--preview", "--seed", 1, "--strength", 1.0, "-H", livecommerce_path)
     assert shown.exit_code == 0, shown.output
     assert "train-s1-0000" in shown.stdout and "renamed" in shown.stdout
-    as_json = json.loads(_run("augment", "--preview", "--seed", 1, "--strength", 1.0, "--ops", "tools", "-H", livecommerce_path, "--json").stdout)
+    as_json = json.loads(
+        _run(
+            "augment", "--preview", "--seed", 1, "--strength", 1.0, "--ops", "tools", "-H", livecommerce_path, "--json"
+        ).stdout
+    )
     kinds = {(c["element"], c["kind"]) for c in as_json["diff"]["changes"]}
     assert ("tool", "renamed") in kinds and not any(e == "skill" for e, _ in kinds)
     assert as_json["manifest"]["ops"] == ["rewrite_tool_descriptions", "rename_tools"]
 
 
 def test_trajectories_and_the_fixed_harness_baseline_from_the_cli(livecommerce_path, tmp_path):
-    hsa = _run("augment", "--trajectories", 40, "--n", 5, "--seed", 2, "--out", tmp_path / "hsa", "-H", livecommerce_path, "--json")
+    hsa = _run(
+        "augment",
+        "--trajectories",
+        40,
+        "--n",
+        5,
+        "--seed",
+        2,
+        "--out",
+        tmp_path / "hsa",
+        "-H",
+        livecommerce_path,
+        "--json",
+    )
     assert hsa.exit_code == 0, hsa.output
     report = json.loads(hsa.stdout)
     assert report["train"] + report["validation"] == 40 and report["acceptance_rate"] == 1.0
-    fixed = _run("augment", "--trajectories", 40, "--fixed-harness", "--seed", 2, "--out", tmp_path / "fixed", "-H", livecommerce_path)
+    fixed = _run(
+        "augment",
+        "--trajectories",
+        40,
+        "--fixed-harness",
+        "--seed",
+        2,
+        "--out",
+        tmp_path / "fixed",
+        "-H",
+        livecommerce_path,
+    )
     assert fixed.exit_code == 0 and "40" in fixed.stdout
     for name in ("train.jsonl", "validation.jsonl", "pairs.jsonl", "summary.json", "dataset.json"):
         assert (tmp_path / "hsa" / name).is_file()

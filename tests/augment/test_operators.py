@@ -14,7 +14,13 @@ FULL = OpContext(strength=1.0)
 
 
 def _tool(key, name, desc="does a thing"):
-    return Tool(key=key, name=name, description=desc, parameters={"type": "object", "properties": {"q": {"type": "string", "description": "what the viewer typed"}}}, backend=f"sim.{key}")
+    return Tool(
+        key=key,
+        name=name,
+        description=desc,
+        parameters={"type": "object", "properties": {"q": {"type": "string", "description": "what the viewer typed"}}},
+        backend=f"sim.{key}",
+    )
 
 
 def _harness() -> Harness:
@@ -23,23 +29,36 @@ def _harness() -> Harness:
         prompt=Prompt(
             blocks=[
                 PromptBlock("persona", "You are a shop host."),
-                PromptBlock("literal", "Always call get_item_card before quoting a price; use `search` for unknown items."),
+                PromptBlock(
+                    "literal", "Always call get_item_card before quoting a price; use `search` for unknown items."
+                ),
                 PromptBlock("templated", "Load skills with {{ skill_loader }}; prices come from {{ tool.card }}."),
                 PromptBlock("style", "Be brief."),
             ]
         ),
         skills=[
-            Skill("pricing", "explain_price", "give the price", [
-                Rule("fetch", "Call {{ tool.card }} first."),
-                Rule("say_it", "Say the price clearly."),
-                Rule("never", "Never invent a discount."),
-                Rule("literal", "If unsure, call get_item_card again."),
-                Rule("friendly", "Smile in your words."),
-            ], ["card"]),
+            Skill(
+                "pricing",
+                "explain_price",
+                "give the price",
+                [
+                    Rule("fetch", "Call {{ tool.card }} first."),
+                    Rule("say_it", "Say the price clearly."),
+                    Rule("never", "Never invent a discount."),
+                    Rule("literal", "If unsure, call get_item_card again."),
+                    Rule("friendly", "Smile in your words."),
+                ],
+                ["card"],
+            ),
             Skill("greeting", "greet_viewer", "welcome a viewer", [Rule("hello", "Say hello.")], []),
-            Skill("refs", "route_viewer", "send the viewer on", [Rule("to_price", "For prices use explain_price.")], []),
+            Skill(
+                "refs", "route_viewer", "send the viewer on", [Rule("to_price", "For prices use explain_price.")], []
+            ),
         ],
-        tools=[_tool("card", "get_item_card", "show the card of an item"), _tool("search", "search", "find items by words")],
+        tools=[
+            _tool("card", "get_item_card", "show the card of an item"),
+            _tool("search", "search", "find items by words"),
+        ],
     )
 
 
@@ -170,7 +189,19 @@ def test_verb_noun_names_keep_what_the_element_is_about_never_just_its_verb(sour
 
     from harnessctl.augment.vocab import NameMaker, split_words, vocabulary
 
-    verbs = {"check", "compare", "get", "greet", "handle", "explain", "introduce", "search", "track", "transfer", "estimate"}
+    verbs = {
+        "check",
+        "compare",
+        "get",
+        "greet",
+        "handle",
+        "explain",
+        "introduce",
+        "search",
+        "track",
+        "transfer",
+        "estimate",
+    }
     for split in ("train", "heldout"):
         vocab = vocabulary(split)
         maker = NameMaker(vocab)
@@ -180,5 +211,7 @@ def test_verb_noun_names_keep_what_the_element_is_about_never_just_its_verb(sour
             for seed in range(30):
                 verb, *rest = maker.verb_noun(name, random.Random(seed))
                 assert verb in vocab.generic_verbs
-                assert len(rest) == 1 and (rest[0] in allowed or rest[0] not in set().union(*vocab.synonyms.values())), (name, rest)
+                assert len(rest) == 1 and (
+                    rest[0] in allowed or rest[0] not in set().union(*vocab.synonyms.values())
+                ), (name, rest)
     assert "check" not in NameMaker(vocabulary("train")).verb_noun("compliance_check", random.Random(0))[1:]

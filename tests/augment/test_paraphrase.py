@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import random
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,7 +15,9 @@ from harnessctl.augment.paraphrase import LexiconParaphraser, keeps_protected, m
 from harnessctl.models.base import ModelError
 from harnessctl.runtime.record import ModelResponse
 
-RULE = 'Call {{ tool.stock_check }} with order "LM123456", never quote more than $19.90 or 20% to a viewer via get_stock.'
+RULE = (
+    'Call {{ tool.stock_check }} with order "LM123456", never quote more than $19.90 or 20% to a viewer via get_stock.'
+)
 
 
 def test_protected_spans_are_templates_quotes_numbers_and_identifiers():
@@ -38,8 +40,12 @@ def test_the_offline_paraphraser_is_deterministic_and_keeps_every_protected_span
 def test_articles_agree_with_the_substituted_word():
     p = LexiconParaphraser()
     for seed in range(60):
-        out = p.paraphrase("show a product to a viewer", kind="param", rng=random.Random(seed), split="train", strength=1.0)
-        assert " a item" not in out and " a article" not in out and " a audience" not in out and " a offering" not in out
+        out = p.paraphrase(
+            "show a product to a viewer", kind="param", rng=random.Random(seed), split="train", strength=1.0
+        )
+        assert (
+            " a item" not in out and " a article" not in out and " a audience" not in out and " a offering" not in out
+        )
 
 
 def test_unknown_paraphraser_and_kind_are_refused():
@@ -62,11 +68,18 @@ def _serve(reply):
             self.server.hits += 1
             self.server.auth = self.headers.get("Authorization")
             text = body["messages"][-1]["content"].rsplit("\n\n", 1)[-1]
-            data = json.dumps({
-                "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply(text)}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }).encode()
+            data = json.dumps(
+                {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply(text)}}
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -122,7 +135,10 @@ def test_a_failed_call_is_never_cached_and_a_broken_answer_falls_back_offline(tm
     with pytest.raises(ModelError):
         p.paraphrase(text, kind="rule", rng=random.Random(0), split="train", strength=0.5)
     assert not list(tmp_path.rglob("*.json"))
-    assert p.paraphrase(text, kind="rule", rng=random.Random(0), split="train", strength=0.5) == "Use {{ tool.promotions }} before anything."
+    assert (
+        p.paraphrase(text, kind="rule", rng=random.Random(0), split="train", strength=0.5)
+        == "Use {{ tool.promotions }} before anything."
+    )
     broken = LiteLLMParaphraser("openai/y", cache_dir=tmp_path, backend=_Flaky(["Use the promotions tool first."]))
     out = broken.paraphrase(text, kind="rule", rng=random.Random(0), split="train", strength=1.0)
     assert "{{ tool.promotions }}" in out and broken.fallbacks == 1
@@ -184,8 +200,11 @@ def test_paraphrases_avoid_wordings_that_read_oddly_or_shift_the_meaning():
         "Say the status and the expected delivery date.",
         "Apologise once, briefly, without blaming anyone.",
     ]
-    odd = re.compile(r"\bnote\b(?!:)|\b(?:merely|purely|dispatch|transit|shortly|at no point|at no time|in no case|"
-                     r"not once|good card|piece of merchandise|best practice|should it be)\b", re.IGNORECASE)
+    odd = re.compile(
+        r"\bnote\b(?!:)|\b(?:merely|purely|dispatch|transit|shortly|at no point|at no time|in no case|"
+        r"not once|good card|piece of merchandise|best practice|should it be)\b",
+        re.IGNORECASE,
+    )
     for rule in rules:
         for split in ("train", "heldout"):
             for seed in range(200):

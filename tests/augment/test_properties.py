@@ -63,7 +63,9 @@ def test_the_oracle_solves_every_case_under_every_variant(source, floors, sample
     scores = []
     for case in sample_cases:
         # Hiding skills needs the case: the skill it needs is protected.
-        ctx = OpContext(split=args["split"], strength=args["strength"], protected_skill_keys=frozenset({case.expect.skill} - {None}))
+        ctx = OpContext(
+            split=args["split"], strength=args["strength"], protected_skill_keys=frozenset({case.expect.skill} - {None})
+        )
         harness, _ = apply_operator(variant.harness, "hide_skills", seed=args["seed"], ctx=ctx)
         total = score_episode(run_episode(harness, case, oracle), case).total
         assert total >= canonical_scores[case.id] - 1e-9, (case.id, variant.manifest.operators)
@@ -76,12 +78,7 @@ def test_the_oracle_solves_every_case_under_every_variant(source, floors, sample
 def test_a_renamed_element_leaves_no_trace_of_its_old_name(source, floors, args):
     variant = _variant(source, floors, args)
     current = set(variant.manifest.surface["keys_by_name"])
-    old_names = {
-        c.before
-        for op in variant.manifest.operators
-        for c in op.changes
-        if c.field == "name"
-    }
+    old_names = {c.before for op in variant.manifest.operators for c in op.changes if c.field == "name"}
     text = _everything_the_model_reads(variant.harness)
     for old in old_names - current:
         assert not re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", text), old
@@ -110,9 +107,13 @@ def test_variants_never_touch_what_defines_the_task(source, floors, args):
 
     def task(h):
         tools = {
-            t.key: (t.backend, t.timeout_s, json.dumps(_strip_descriptions(t.parameters), sort_keys=True)) for t in h.tools
+            t.key: (t.backend, t.timeout_s, json.dumps(_strip_descriptions(t.parameters), sort_keys=True))
+            for t in h.tools
         }
-        skills = {s.key: (tuple(s.tools), {r.key for r in s.rules} <= {r.key for r in source.skill(s.key).rules}) for s in h.skills}
+        skills = {
+            s.key: (tuple(s.tools), {r.key for r in s.rules} <= {r.key for r in source.skill(s.key).rules})
+            for s in h.skills
+        }
         return tools, skills, [vars(g) for g in h.hooks.guards], h.hooks.retry.on, h.variables, h.skill_loader.key
 
     assert task(variant) == task(source)
@@ -170,7 +171,16 @@ def test_training_and_held_out_variants_share_no_generated_surface(source, floor
 
 def test_the_vocabulary_pools_are_disjoint_and_each_split_has_choices():
     train, held = vocabulary("train"), vocabulary("heldout")
-    pools = ("syllables", "generic_verbs", "rule_frames", "description_frames", "feedback_templates", "result_prefixes", "skill_headers", "llm_styles")
+    pools = (
+        "syllables",
+        "generic_verbs",
+        "rule_frames",
+        "description_frames",
+        "feedback_templates",
+        "result_prefixes",
+        "skill_headers",
+        "llm_styles",
+    )
     for pool in pools:
         a, b = set(getattr(train, pool)), set(getattr(held, pool))
         assert a and b and not a & b, pool

@@ -53,7 +53,12 @@ def test_every_trajectory_passes_and_follows_its_own_variant(hsa_dataset):
             assert meta["source"] == "oracle" and meta["score"] >= 0.99 and meta["harness_version"] == "v3"
             tools = json.loads(row["tools"])
             offered = {t["function"]["name"] for t in tools}
-            called = [tc["function"]["name"] for m in row["messages"] if m["role"] == "assistant" for tc in m.get("tool_calls") or []]
+            called = [
+                tc["function"]["name"]
+                for m in row["messages"]
+                if m["role"] == "assistant"
+                for tc in m.get("tool_calls") or []
+            ]
             assert set(called) <= offered  # renamed tools are called by their new names
             for m in row["messages"]:
                 for tc in m.get("tool_calls") or []:
@@ -158,7 +163,9 @@ def test_the_dataset_loads_with_datasets_and_renders_with_the_tiny_models_chat_t
     from transformers import AutoTokenizer
 
     out, summary = hsa_dataset
-    ds = load_dataset("json", data_files={"train": str(out / "train.jsonl"), "validation": str(out / "validation.jsonl")})
+    ds = load_dataset(
+        "json", data_files={"train": str(out / "train.jsonl"), "validation": str(out / "validation.jsonl")}
+    )
     assert ds["train"].num_rows == summary.train and ds["validation"].num_rows == summary.validation
     assert set(ds["train"].column_names) == {"messages", "tools", "meta"}
     tok = AutoTokenizer.from_pretrained(tiny_model_path)
@@ -170,9 +177,13 @@ def test_the_dataset_loads_with_datasets_and_renders_with_the_tiny_models_chat_t
         call = next(m for m in messages if m.get("tool_calls"))["tool_calls"][0]["function"]
         assert f'<tool_call>{{"name": "{call["name"]}"' in text
         # TRL passes the row as loaded (tools a JSON string, arguments strings): it renders too.
-        raw = tok.apply_chat_template(row["messages"], tools=json.loads(row["tools"]), tokenize=False, return_dict=False)
+        raw = tok.apply_chat_template(
+            row["messages"], tools=json.loads(row["tools"]), tokenize=False, return_dict=False
+        )
         assert raw == text
-        enc = tok.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        enc = tok.apply_chat_template(
+            messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+        )
         assert 0 < sum(enc["assistant_masks"]) < len(enc["input_ids"])
 
 
@@ -186,12 +197,21 @@ def test_trls_sft_trainer_consumes_the_rows_without_dropping_any(hsa_dataset, ti
     out, _ = hsa_dataset
     rows = load_dataset("json", data_files=str(out / "validation.jsonl"))["train"].select(range(12))
     config = SFTConfig(
-        output_dir=str(tmp_path / "sft"), max_steps=1, use_cpu=True, bf16=False,
-        report_to="none", assistant_only_loss=True, max_length=2048, save_strategy="no",
-        dataset_num_proc=None, disable_tqdm=True,
+        output_dir=str(tmp_path / "sft"),
+        max_steps=1,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        assistant_only_loss=True,
+        max_length=2048,
+        save_strategy="no",
+        dataset_num_proc=None,
+        disable_tqdm=True,
     )
     trainer = SFTTrainer(
-        model=AutoModelForCausalLM.from_pretrained(tiny_model_path), args=config, train_dataset=rows,
+        model=AutoModelForCausalLM.from_pretrained(tiny_model_path),
+        args=config,
+        train_dataset=rows,
         processing_class=AutoTokenizer.from_pretrained(tiny_model_path),
     )
     tokenized = trainer.train_dataset

@@ -24,19 +24,33 @@ def make_results(n: int, failing: set[int], suite: str = "livestream", repeat: i
         ok = i not in failing
         out.append(
             CaseResult(
-                suite=suite, case_id=f"{suite}-{i:03d}", repeat=repeat, intent=INTENTS[i % 4],
-                families=["op:tools"] if i % 3 == 0 else [], score=1.0 if ok else 0.4, passed=ok,
+                suite=suite,
+                case_id=f"{suite}-{i:03d}",
+                repeat=repeat,
+                intent=INTENTS[i % 4],
+                families=["op:tools"] if i % 3 == 0 else [],
+                score=1.0 if ok else 0.4,
+                passed=ok,
                 components={"correctness": 1.0 if ok else 0.0, "tool_rationality": 1.0},
-                failures=[] if ok else ["hallucinated_number"], latency_s=0.1 + 0.01 * i,
+                failures=[] if ok else ["hallucinated_number"],
+                latency_s=0.1 + 0.01 * i,
                 termination="reply",
-                record={"messages": [{"role": "user", "content": f"question {i}"}], "tool_steps": [], "reply": f"answer <b>{i}</b>"},
+                record={
+                    "messages": [{"role": "user", "content": f"question {i}"}],
+                    "tool_steps": [],
+                    "reply": f"answer <b>{i}</b>",
+                },
             )
         )
     return out
 
 
 def write_run(root, run_id: str, results: list[CaseResult]) -> RunStore:
-    store = RunStore.create(root, {"model": "m", "harness": {"name": "livecommerce", "version": "v3"}, "config": {"latency_budget_s": 0.5}}, run_id=run_id)
+    store = RunStore.create(
+        root,
+        {"model": "m", "harness": {"name": "livecommerce", "version": "v3"}, "config": {"latency_budget_s": 0.5}},
+        run_id=run_id,
+    )
     for r in results:
         store.append(r)
     store.close()
@@ -80,7 +94,10 @@ def test_compare_cli_exits_1_on_regression_and_0_otherwise(tmp_path):
     res = runner.invoke(app, ["compare", "base", "worse", "--runs-dir", str(tmp_path), "--json"])
     assert res.exit_code == 1, res.output
     data = json.loads(res.stdout)
-    assert data["regression"] is True and data["suites"]["livestream"]["pass_to_fail"][:2] == ["livestream-000", "livestream-001"]
+    assert data["regression"] is True and data["suites"]["livestream"]["pass_to_fail"][:2] == [
+        "livestream-000",
+        "livestream-001",
+    ]
     res = runner.invoke(app, ["compare", "worse", "base", "--runs-dir", str(tmp_path)])
     assert res.exit_code == 0 and "fail→pass" in res.output
     res = runner.invoke(app, ["compare", "base", "missing", "--runs-dir", str(tmp_path)])
@@ -93,7 +110,9 @@ def test_compare_scores_only_the_shared_cases_and_names_a_suite_one_run_lacks(tm
     named as such (with the skip reason), never a row of dashes and never a regression."""
     a = make_results(40, failing={20, 21, 22}) + make_results(8, failing=set(), suite="ifeval")
     write_run(tmp_path, "base", a)
-    cand = write_run(tmp_path, "cand", make_results(10, failing=set()) + make_results(5, failing=set(), suite="variant"))
+    cand = write_run(
+        tmp_path, "cand", make_results(10, failing=set()) + make_results(5, failing=set(), suite="variant")
+    )
     cand.write_summary({"skipped": {"ifeval": "the oracle has no answers for general instructions"}})
     cmp = compare_results(a, cand.results(), threshold=1.0, skipped_b={"ifeval": "no answers"})
     live = cmp.suites["livestream"]
@@ -109,7 +128,9 @@ def test_compare_scores_only_the_shared_cases_and_names_a_suite_one_run_lacks(tm
     assert "ifeval: only run A has it (8 cases); run B skipped it: the oracle has no answers" in text
     assert "variant: only run B has it (5 cases); run A did not run it" in text
     assert re.search(r"ifeval\s+A only", res.output) and "—" not in res.output
-    data = json.loads(CliRunner().invoke(app, ["compare", "base", "cand", "--runs-dir", str(tmp_path), "--json"]).stdout)
+    data = json.loads(
+        CliRunner().invoke(app, ["compare", "base", "cand", "--runs-dir", str(tmp_path), "--json"]).stdout
+    )
     assert data["suites"]["ifeval"]["present_in"] == "A" and data["suites"]["livestream"]["present_in"] == "both"
 
 

@@ -30,7 +30,17 @@ def eval_args(tmp_path: Path, *extra: str) -> list[str]:
         (("--case-timeout", "soon"), "not a duration"),
         (("--run-id", "../x"), "a run id is a name"),
         (("--run-id", "a/b"), "a run id is a name"),
-        (("--api-key-env", "HARNESSCTL_TEST_UNSET_KEY", "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1"), "HARNESSCTL_TEST_UNSET_KEY"),
+        (
+            (
+                "--api-key-env",
+                "HARNESSCTL_TEST_UNSET_KEY",
+                "--model",
+                "openai/x",
+                "--api-base",
+                "http://127.0.0.1:9/v1",
+            ),
+            "HARNESSCTL_TEST_UNSET_KEY",
+        ),
     ],
 )
 def test_eval_refuses_bad_options_like_run_does(tmp_path, args, says):
@@ -52,8 +62,12 @@ def test_without_a_model_the_oracle_is_named_and_labelled(tmp_path, monkeypatch)
     res = CliRunner().invoke(app, eval_args(tmp_path, "--suite", "variant", "--limit", "3", "--run-id", "o"))
     assert res.exit_code == 0, res.output
     assert "model: oracle" in res.output and "reference policy (reads the answer key)" in res.output
-    data = json.loads(CliRunner().invoke(app, eval_args(tmp_path, "--suite", "variant", "--limit", "3", "--json")).stdout)
-    assert data["reference_policy"] is True and data["model_label"] == "oracle — reference policy (reads the answer key)"
+    data = json.loads(
+        CliRunner().invoke(app, eval_args(tmp_path, "--suite", "variant", "--limit", "3", "--json")).stdout
+    )
+    assert (
+        data["reference_policy"] is True and data["model_label"] == "oracle — reference policy (reads the answer key)"
+    )
     res = CliRunner().invoke(app, ["report", "o", "--runs-dir", str(tmp_path / "runs")])
     html = (tmp_path / "runs" / "o" / "report.html").read_text()
     assert res.exit_code == 0 and "reference policy (reads the answer key)" in html and "reads each case" in html
@@ -63,12 +77,18 @@ def test_hints_repeat_the_runs_folder_in_use(tmp_path):
     res = CliRunner().invoke(app, eval_args(tmp_path, "--model", "oracle", "--limit", "2", "--run-id", "h"))
     assert res.exit_code == 0, res.output
     flat = " ".join(res.output.split())
-    assert f"--resume h --runs-dir {tmp_path / 'runs'}" in flat and f"harnessctl report h --runs-dir {tmp_path / 'runs'}" in flat
+    assert (
+        f"--resume h --runs-dir {tmp_path / 'runs'}" in flat
+        and f"harnessctl report h --runs-dir {tmp_path / 'runs'}" in flat
+    )
 
 
 def test_resume_keeps_the_runs_own_settings(tmp_path):
     CliRunner().invoke(app, eval_args(tmp_path, "--model", "oracle", "--limit", "2", "--run-id", "r"))
-    res = CliRunner().invoke(app, ["eval", "--runs-dir", str(tmp_path / "runs"), "--resume", "r", "--model", "openai/other", "--max-tokens", "9"])
+    res = CliRunner().invoke(
+        app,
+        ["eval", "--runs-dir", str(tmp_path / "runs"), "--resume", "r", "--model", "openai/other", "--max-tokens", "9"],
+    )
     assert res.exit_code == 2 and "drop --model, --max-tokens" in " ".join(res.output.split())
 
 
@@ -82,7 +102,10 @@ def test_a_damaged_manifest_is_refused_on_resume(tmp_path):
 
 def test_runs_lists_each_run_with_model_suites_scores_and_completeness(tmp_path):
     runner = CliRunner()
-    runner.invoke(app, eval_args(tmp_path, "--model", "oracle", "--suite", "livestream,robustness", "--limit", "2", "--run-id", "one"))
+    runner.invoke(
+        app,
+        eval_args(tmp_path, "--model", "oracle", "--suite", "livestream,robustness", "--limit", "2", "--run-id", "one"),
+    )
     (tmp_path / "runs" / "broken").mkdir()
     (tmp_path / "runs" / "broken" / "manifest.json").write_text("{not json")
     res = runner.invoke(app, ["runs", "--runs-dir", str(tmp_path / "runs"), "--json"])
@@ -112,11 +135,17 @@ def test_the_demo_echoes_commands_quoted_and_honours_no_color(tmp_path):
     import subprocess
 
     script = (REPO / "scripts" / "demo.sh").read_text()
-    start = script.index("if [ -z \"${NO_COLOR:-}\" ]")
-    helper = script[start: script.index("\n}\n", start) + 3]
+    start = script.index('if [ -z "${NO_COLOR:-}" ]')
+    helper = script[start : script.index("\n}\n", start) + 3]
     run = [*helper.splitlines(), 'step printf "%s|" "two words" "it\'s"']
     for env, coloured in (({"NO_COLOR": "1"}, False), ({}, False)):  # captured output is no terminal either
-        res = subprocess.run(["bash", "-c", "\n".join(run)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env}, check=False)
+        res = subprocess.run(
+            ["bash", "-c", "\n".join(run)],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", **env},
+            check=False,
+        )
         assert res.returncode == 0, res.stderr
         assert ("\x1b[" in res.stdout) is coloured
         assert "$ printf %s\\| two\\ words it\\'s" in res.stdout and "two words|it's|" in res.stdout
@@ -124,8 +153,20 @@ def test_the_demo_echoes_commands_quoted_and_honours_no_color(tmp_path):
 
 def test_hints_repeat_the_evals_folder_in_use(tmp_path):
     (tmp_path / "myevals").mkdir()
-    res = CliRunner().invoke(app, ["eval", "--model", "oracle", "--evals-dir", str(tmp_path / "myevals"), "-H", str(HARNESS),
-                                   "--runs-dir", str(tmp_path / "runs")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            "oracle",
+            "--evals-dir",
+            str(tmp_path / "myevals"),
+            "-H",
+            str(HARNESS),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert res.exit_code == 2
     assert f"harnessctl eval build-suites --evals-dir {tmp_path / 'myevals'}" in " ".join(res.output.split())
     res = CliRunner().invoke(app, ["report", "nope", "--runs-dir", str(tmp_path / "runs")])
@@ -142,21 +183,36 @@ def test_judge_calibrate_warns_when_the_labels_were_made_by_a_program(tmp_path, 
         raise Stop  # the warning comes before any judge call; no judge model is needed to see it
 
     monkeypatch.setattr(calibrate_mod, "calibrate", stop)
-    res = CliRunner().invoke(app, ["judge", "calibrate", "--labels", str(EVALS / "labels.jsonl"), "--judge", "openai/judge",
-                                   "--api-base", "http://127.0.0.1:9/v1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "calibrate",
+            "--labels",
+            str(EVALS / "labels.jsonl"),
+            "--judge",
+            "openai/judge",
+            "--api-base",
+            "http://127.0.0.1:9/v1",
+        ],
+    )
     assert isinstance(res.exception, Stop)
     flat = " ".join(res.output.split())
     assert "labels in" in flat and "were made by a program, not a person" in flat
 
 
-@pytest.mark.parametrize("env, says", [(None, "no --model, no $HARNESSCTL_MODEL"), ("oracle", "from $HARNESSCTL_MODEL")])
+@pytest.mark.parametrize(
+    "env, says", [(None, "no --model, no $HARNESSCTL_MODEL"), ("oracle", "from $HARNESSCTL_MODEL")]
+)
 def test_run_says_which_model_it_uses_and_where_it_came_from(livecommerce_path, tmp_path, monkeypatch, env, says):
     monkeypatch.chdir(tmp_path)
     if env is None:
         monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
     else:
         monkeypatch.setenv("HARNESSCTL_MODEL", env)
-    res = CliRunner().invoke(app, ["run", "-q", "how much is it?", "-p", "P003", "-H", str(livecommerce_path), "--json"])
+    res = CliRunner().invoke(
+        app, ["run", "-q", "how much is it?", "-p", "P003", "-H", str(livecommerce_path), "--json"]
+    )
     assert res.exit_code == 0, res.output
     assert says in " ".join(res.stderr.split()) and "reference policy" in res.stderr
     assert json.loads(res.stdout)["record"]["model"] == "oracle"  # stdout stays one JSON object

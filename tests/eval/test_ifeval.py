@@ -19,26 +19,58 @@ HAND_WRITTEN = [
     ("punctuation:no_comma", {}, "It is light and it smells of citrus.", "It is light, and it smells of citrus."),
     ("change_case:english_lowercase", {}, "it is light and smells of citrus.", "It is light and smells of citrus."),
     ("change_case:english_capital", {}, "IT IS LIGHT AND SMELLS OF CITRUS.", "IT IS LIGHT and smells of citrus."),
-    ("length_constraints:number_words", {"num_words": 10, "relation": "at least"},
-     "This bamboo board is light, sturdy, easy to clean and looks great on any counter.", "A light board."),
-    ("length_constraints:number_sentences", {"num_sentences": 2, "relation": "less than"},
-     "A light board that lasts.", "It is light. It is sturdy. It is cheap."),
-    ("detectable_format:number_bullet_lists", {"num_bullets": 3},
-     "* light\n* sturdy\n* easy to clean", "* light\n* sturdy"),
-    ("detectable_content:postscript", {"postscript_marker": "P.S."},
-     "Great board for daily use.\nP.S. It ships tomorrow.", "Great board for daily use."),
-    ("startend:end_checker", {"end_phrase": "Any other questions?"},
-     "It is on sale tonight. Any other questions?", "Any other questions? It is on sale tonight."),
+    (
+        "length_constraints:number_words",
+        {"num_words": 10, "relation": "at least"},
+        "This bamboo board is light, sturdy, easy to clean and looks great on any counter.",
+        "A light board.",
+    ),
+    (
+        "length_constraints:number_sentences",
+        {"num_sentences": 2, "relation": "less than"},
+        "A light board that lasts.",
+        "It is light. It is sturdy. It is cheap.",
+    ),
+    (
+        "detectable_format:number_bullet_lists",
+        {"num_bullets": 3},
+        "* light\n* sturdy\n* easy to clean",
+        "* light\n* sturdy",
+    ),
+    (
+        "detectable_content:postscript",
+        {"postscript_marker": "P.S."},
+        "Great board for daily use.\nP.S. It ships tomorrow.",
+        "Great board for daily use.",
+    ),
+    (
+        "startend:end_checker",
+        {"end_phrase": "Any other questions?"},
+        "It is on sale tonight. Any other questions?",
+        "Any other questions? It is on sale tonight.",
+    ),
     ("detectable_format:json_format", {}, '{"product": "bamboo board", "price": "$19.90"}', "product: bamboo board"),
-    ("keywords:existence", {"keywords": ["bamboo", "sturdy"]},
-     "The bamboo board is sturdy.", "The wooden board is strong."),
+    (
+        "keywords:existence",
+        {"keywords": ["bamboo", "sturdy"]},
+        "The bamboo board is sturdy.",
+        "The wooden board is strong.",
+    ),
     ("keywords:forbidden_words", {"forbidden_words": ["cheap"]}, "It is affordable.", "It is cheap."),
     ("detectable_format:title", {}, "<<The board>>\nLight and sturdy.", "The board: light and sturdy."),
     ("startend:quotation", {}, '"Light and sturdy."', "Light and sturdy."),
-    ("detectable_content:number_placeholders", {"num_placeholders": 2},
-     "Ship to [address] by [date].", "Ship to your address soon."),
-    ("combination:repeat_prompt", {"prompt_to_repeat": "Describe the bamboo cutting board."},
-     "Describe the bamboo cutting board. It is light.", "It is light. Describe the bamboo cutting board."),
+    (
+        "detectable_content:number_placeholders",
+        {"num_placeholders": 2},
+        "Ship to [address] by [date].",
+        "Ship to your address soon.",
+    ),
+    (
+        "combination:repeat_prompt",
+        {"prompt_to_repeat": "Describe the bamboo cutting board."},
+        "Describe the bamboo cutting board. It is light.",
+        "It is light. Describe the bamboo cutting board.",
+    ),
 ]
 
 
@@ -58,7 +90,9 @@ def test_loose_forgives_a_markdown_wrapper_that_strict_does_not():
 
 def test_a_prompt_passes_only_when_every_instruction_does():
     c = IFEvalCase(
-        id="two", prompt="Describe it.", instruction_id_list=["punctuation:no_comma", "change_case:english_lowercase"],
+        id="two",
+        prompt="Describe it.",
+        instruction_id_list=["punctuation:no_comma", "change_case:english_lowercase"],
         kwargs=[{}, {}],
     )
     score = score_response(c, "It is light and sturdy.")  # no comma, but not lowercase
@@ -103,10 +137,17 @@ def test_generated_prompts_store_the_arguments_the_checker_scores_with():
 
 def test_official_prompt_files_load_and_bad_lines_name_the_line(tmp_path):
     good = tmp_path / "input_data.jsonl"
-    good.write_text(json.dumps({
-        "key": 1000, "prompt": "Write a haiku. Do not use commas.", "instruction_id_list": ["punctuation:no_comma"],
-        "kwargs": [{"num_words": None}],
-    }) + "\n")
+    good.write_text(
+        json.dumps(
+            {
+                "key": 1000,
+                "prompt": "Write a haiku. Do not use commas.",
+                "instruction_id_list": ["punctuation:no_comma"],
+                "kwargs": [{"num_words": None}],
+            }
+        )
+        + "\n"
+    )
     cases = load_official(good)
     assert cases[0].id == "ifeval-official-1000" and cases[0].kwargs == [{}] and cases[0].source == "official"
     bad = tmp_path / "bad.jsonl"

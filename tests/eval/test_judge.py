@@ -20,7 +20,17 @@ EPISODE = {
     "messages": [
         {"role": "system", "content": "SYSTEM PROMPT TEXT"},
         {"role": "user", "content": "how much is the glow serum?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "product_card", "arguments": '{"product_id": "P001"}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "1",
+                    "type": "function",
+                    "function": {"name": "product_card", "arguments": '{"product_id": "P001"}'},
+                }
+            ],
+        },
         {"role": "tool", "content": '{"name": "Glow Serum", "live_price": "$19.90"}'},
     ],
     "tool_steps": [{"name": "product_card", "key": "product_details", "ok": True, "error": None}],
@@ -42,14 +52,30 @@ def test_the_judge_sees_tool_results_and_reply_but_not_the_system_prompt():
 @pytest.mark.parametrize(
     ("text", "passed", "criteria"),
     [
-        ('{"verdict": "pass", "criteria": {"grounded": true, "answers": true}}', True, {"grounded": True, "answers": True}),
+        (
+            '{"verdict": "pass", "criteria": {"grounded": true, "answers": true}}',
+            True,
+            {"grounded": True, "answers": True},
+        ),
         ('<think>the price matches</think>\n```json\n{"verdict": "PASS"}\n```', True, {}),
         ("Here is my review: {'verdict': 'fail', 'criteria': {'grounded': False,},}", False, {"grounded": False}),
-        ('{"criteria": [{"key": "grounded", "pass": true}, {"key": "stream_fit", "pass": "no"}]}', False, {"grounded": True, "stream_fit": False}),
-        ('{"grounded": "yes", "answers": "yes", "compliant": "yes", "stream_fit": "yes"}', True, {"grounded": True, "answers": True, "compliant": True, "stream_fit": True}),
+        (
+            '{"criteria": [{"key": "grounded", "pass": true}, {"key": "stream_fit", "pass": "no"}]}',
+            False,
+            {"grounded": True, "stream_fit": False},
+        ),
+        (
+            '{"grounded": "yes", "answers": "yes", "compliant": "yes", "stream_fit": "yes"}',
+            True,
+            {"grounded": True, "answers": True, "compliant": True, "stream_fit": True},
+        ),
         ("Verdict: fail. The price is not in any tool result.", False, {}),
         # A pass that contradicts a failed criterion is a fail.
-        ('{"verdict": "pass", "criteria": {"compliant": {"pass": false, "reason": "says it cures acne"}}}', False, {"compliant": False}),
+        (
+            '{"verdict": "pass", "criteria": {"compliant": {"pass": false, "reason": "says it cures acne"}}}',
+            False,
+            {"compliant": False},
+        ),
     ],
 )
 def test_verdicts_parse_from_what_judges_actually_write(text, passed, criteria):
@@ -79,7 +105,9 @@ def rule_judge():
             return json.dumps({"winner": "B" if "$99" in a else "A", "reason": "the other one invents a price"})
         reply = re.search(r"Final reply \(\d+ chars\): (.*)", prompt).group(1)
         bad = "$99" in reply
-        return json.dumps({"criteria": {"grounded": {"pass": not bad, "reason": "price check"}}, "verdict": "fail" if bad else "pass"})
+        return json.dumps(
+            {"criteria": {"grounded": {"pass": not bad, "reason": "price check"}}, "verdict": "fail" if bad else "pass"}
+        )
 
     return ScriptedModel([answer], name="stub-judge", repeat_last=True)
 
@@ -93,10 +121,25 @@ def labels_set(n_cases: int = 12) -> list[Label]:
     for i in range(n_cases):
         good = dict(EPISODE, reply="It is $19.90 live!")
         bad = dict(EPISODE, reply="It is $99 today only!")
-        labels.append(Label(id=f"g{i}", label="pass", reason="grounded", group=f"case{i}", episode=good, criteria={"grounded": True}))
-        labels.append(Label(id=f"b{i}", label="fail", reason="invented price", group=f"case{i}", episode=bad, criteria={"grounded": False}))
+        labels.append(
+            Label(
+                id=f"g{i}", label="pass", reason="grounded", group=f"case{i}", episode=good, criteria={"grounded": True}
+            )
+        )
+        labels.append(
+            Label(
+                id=f"b{i}",
+                label="fail",
+                reason="invented price",
+                group=f"case{i}",
+                episode=bad,
+                criteria={"grounded": False},
+            )
+        )
     # One label the stub judge gets wrong: a labelled fail it cannot see (too long for the overlay).
-    labels.append(Label(id="long", label="fail", reason="too long", group="long", episode=dict(EPISODE, reply="x" * 300)))
+    labels.append(
+        Label(id="long", label="fail", reason="too long", group="long", episode=dict(EPISODE, reply="x" * 300))
+    )
     return labels
 
 
@@ -119,7 +162,9 @@ def test_calibration_reports_agreement_kappa_rates_and_swap_consistency():
     assert rep.n_pairs == 12 and rep.swap_consistency.value == 1.0 and rep.pairwise_accuracy.value == 1.0
     assert rep.criteria_agreement["grounded"].value == 1.0
     assert [d["id"] for d in rep.disagreements] == ["long"]
-    biased = calibrate(labels, Judge(ScriptedModel(['{"verdict": "pass", "winner": "A"}'], repeat_last=True)), n_resamples=200)
+    biased = calibrate(
+        labels, Judge(ScriptedModel(['{"verdict": "pass", "winner": "A"}'], repeat_last=True)), n_resamples=200
+    )
     assert biased.tnr.value == 0.0 and biased.kappa.value == 0.0 and biased.swap_consistency.value == 0.0
 
 
@@ -149,7 +194,20 @@ def test_judge_calibrate_cli_against_a_served_stub_judge(tmp_path):
     url, stop = serve_in_background(rule_judge(), model_name="judge")
     try:
         res = CliRunner().invoke(
-            app, ["judge", "calibrate", "--labels", str(labels), "--judge", "openai/judge", "--api-base", url, "--json", "-j", "4"]
+            app,
+            [
+                "judge",
+                "calibrate",
+                "--labels",
+                str(labels),
+                "--judge",
+                "openai/judge",
+                "--api-base",
+                url,
+                "--json",
+                "-j",
+                "4",
+            ],
         )
     finally:
         stop()
@@ -161,9 +219,23 @@ def test_judge_calibrate_cli_against_a_served_stub_judge(tmp_path):
 
 
 def test_judge_calibrate_cli_explains_missing_inputs(tmp_path):
-    res = CliRunner().invoke(app, ["judge", "calibrate", "--labels", str(tmp_path / "none.jsonl"), "--judge", "openai/x", "--api-base", "http://127.0.0.1:9/v1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "calibrate",
+            "--labels",
+            str(tmp_path / "none.jsonl"),
+            "--judge",
+            "openai/x",
+            "--api-base",
+            "http://127.0.0.1:9/v1",
+        ],
+    )
     assert res.exit_code == 2 and "no such labels file" in res.output
-    res = CliRunner(env={"HARNESSCTL_JUDGE": ""}).invoke(app, ["judge", "calibrate", "--labels", str(tmp_path / "none.jsonl")])
+    res = CliRunner(env={"HARNESSCTL_JUDGE": ""}).invoke(
+        app, ["judge", "calibrate", "--labels", str(tmp_path / "none.jsonl")]
+    )
     assert res.exit_code == 2 and "--judge MODEL" in res.output
 
 
@@ -184,8 +256,17 @@ def test_the_shipped_calibration_set_is_real_labelled_and_has_both_classes(repo_
 def test_labelling_in_the_terminal_saves_each_answer_and_resumes(tmp_path, repo_root):
     from harnessctl.eval.runner import EvalConfig, run_eval
 
-    run_eval(EvalConfig(suites=["livestream"], model="oracle", limit=3, evals_dir=str(repo_root / "evals"),
-                        runs_dir=str(tmp_path), harness_path=str(repo_root / "harnesses" / "livecommerce")), run_id="r")
+    run_eval(
+        EvalConfig(
+            suites=["livestream"],
+            model="oracle",
+            limit=3,
+            evals_dir=str(repo_root / "evals"),
+            runs_dir=str(tmp_path),
+            harness_path=str(repo_root / "harnesses" / "livecommerce"),
+        ),
+        run_id="r",
+    )
     out = tmp_path / "labels.jsonl"
     args = ["judge", "label", "r", "--runs-dir", str(tmp_path), "--out", str(out), "--labeler", "ana"]
     res = CliRunner().invoke(app, args, input="p\nright price, short\nq\n")
@@ -205,5 +286,14 @@ def test_the_calibration_set_is_rebuilt_byte_for_byte(tmp_path, repo_root):
     from harnessctl.eval.labelset import main
 
     out = tmp_path / "labels.jsonl"
-    main(["--write", str(out), "--evals-dir", str(repo_root / "evals"), "--harness", str(repo_root / "harnesses" / "livecommerce")])
+    main(
+        [
+            "--write",
+            str(out),
+            "--evals-dir",
+            str(repo_root / "evals"),
+            "--harness",
+            str(repo_root / "harnesses" / "livecommerce"),
+        ]
+    )
     assert out.read_bytes() == (repo_root / "evals" / "labels.jsonl").read_bytes()

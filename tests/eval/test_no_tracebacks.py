@@ -38,7 +38,10 @@ def read_only(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "command",
-    [["init", "{locked}/shop"], ["model", "init", "--out", "{locked}/tiny", "-H", str(HARNESS), "--conversations", "5"]],
+    [
+        ["init", "{locked}/shop"],
+        ["model", "init", "--out", "{locked}/tiny", "-H", str(HARNESS), "--conversations", "5"],
+    ],
     ids=["init", "model-init"],
 )
 def test_a_folder_that_cannot_be_written_is_one_clear_line(read_only, command):
@@ -51,14 +54,32 @@ def test_a_folder_that_cannot_be_written_is_one_clear_line(read_only, command):
 def test_ctrl_c_during_trajectories_stops_every_process_with_one_line(tmp_path):
     out = tmp_path / "data"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    argv = ["harnessctl", "augment", "--trajectories", "20000", "--n", "20", "--out", str(out), "-H", str(HARNESS), "--jobs", "2"]
+    argv = [
+        "harnessctl",
+        "augment",
+        "--trajectories",
+        "20000",
+        "--n",
+        "20",
+        "--out",
+        str(out),
+        "-H",
+        str(HARNESS),
+        "--jobs",
+        "2",
+    ]
     # Ctrl-C handling as in a terminal, even when this test runs where SIGINT is ignored (a background job).
     start = (
         "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
         f"sys.argv = {argv!r}; runpy.run_module('harnessctl.cli.main', run_name='__main__')"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", start], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", start],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
     )
     try:

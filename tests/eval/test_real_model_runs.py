@@ -80,11 +80,30 @@ def _ids(path: Path) -> list[tuple[str, str]]:
 SETTINGS = ("--max-tokens", "24", "--temperature", "0.7", "--case-timeout", "90s")
 
 
-def _start_and_stop(tmp_path: Path, url: str, run_id: str, sig: signal.Signals) -> tuple[subprocess.CompletedProcess, list]:
-    argv = ["harnessctl", *eval_args(
-        tmp_path, "--suite", "livestream,variant", "--limit", "8", "-j", "2", *SETTINGS, "--no-cache",
-        "--model", "openai/tiny", "--api-base", url, "--run-id", run_id, "--json",
-    )]
+def _start_and_stop(
+    tmp_path: Path, url: str, run_id: str, sig: signal.Signals
+) -> tuple[subprocess.CompletedProcess, list]:
+    argv = [
+        "harnessctl",
+        *eval_args(
+            tmp_path,
+            "--suite",
+            "livestream,variant",
+            "--limit",
+            "8",
+            "-j",
+            "2",
+            *SETTINGS,
+            "--no-cache",
+            "--model",
+            "openai/tiny",
+            "--api-base",
+            url,
+            "--run-id",
+            run_id,
+            "--json",
+        ),
+    ]
     # Ctrl-C handling as in a terminal, even when the tests run where SIGINT is ignored (a background job).
     start = (
         "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
@@ -92,7 +111,9 @@ def _start_and_stop(tmp_path: Path, url: str, run_id: str, sig: signal.Signals) 
     )
     cmd = [sys.executable, "-c", start]
     records = tmp_path / "runs" / run_id / "records.jsonl"
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -141,7 +162,9 @@ def test_a_stopped_run_resumes_to_exactly_the_planned_cases_with_its_own_setting
 def test_a_model_name_the_server_does_not_serve_fails_before_the_first_case(tmp_path, served_tiny):
     url, model = served_tiny
     model.seen.clear()
-    res = CliRunner().invoke(app, eval_args(tmp_path, "--suite", "variant", "--limit", "5", "--model", "openai/mia", "--api-base", url))
+    res = CliRunner().invoke(
+        app, eval_args(tmp_path, "--suite", "variant", "--limit", "5", "--model", "openai/mia", "--api-base", url)
+    )
     assert res.exit_code == 2, res.output
     assert "serves 'tiny', not 'mia'" in res.output and "--model openai/tiny" in res.output
     assert not model.seen and not (tmp_path / "runs").exists()  # no case ran, no run folder
@@ -151,10 +174,27 @@ def test_model_failures_mid_way_are_counted_reported_and_retried_on_resume(tmp_p
     url, model = served_tiny
     model.failing = True
     try:
-        res = CliRunner().invoke(app, eval_args(
-            tmp_path, "--suite", "livestream", "--limit", "6", "--model", "openai/tiny", "--api-base", url, *SETTINGS,
-            "--retries", "0", "--no-cache", "--run-id", "flaky", "--json",
-        ))
+        res = CliRunner().invoke(
+            app,
+            eval_args(
+                tmp_path,
+                "--suite",
+                "livestream",
+                "--limit",
+                "6",
+                "--model",
+                "openai/tiny",
+                "--api-base",
+                url,
+                *SETTINGS,
+                "--retries",
+                "0",
+                "--no-cache",
+                "--run-id",
+                "flaky",
+                "--json",
+            ),
+        )
     finally:
         model.failing = False
     assert res.exit_code == 3, res.output
@@ -178,10 +218,25 @@ def test_a_tolerated_share_of_errors_exits_zero_and_says_so(tmp_path, served_tin
     url, model = served_tiny
     model.failing = True
     try:
-        res = CliRunner().invoke(app, eval_args(
-            tmp_path, "--suite", "livestream", "--limit", "2", "--model", "openai/tiny", "--api-base", url,
-            "--retries", "0", "--no-cache", "--max-error-share", "1",
-        ))
+        res = CliRunner().invoke(
+            app,
+            eval_args(
+                tmp_path,
+                "--suite",
+                "livestream",
+                "--limit",
+                "2",
+                "--model",
+                "openai/tiny",
+                "--api-base",
+                url,
+                "--retries",
+                "0",
+                "--no-cache",
+                "--max-error-share",
+                "1",
+            ),
+        )
     finally:
         model.failing = False
     assert res.exit_code == 0, res.output
@@ -191,8 +246,20 @@ def test_a_tolerated_share_of_errors_exits_zero_and_says_so(tmp_path, served_tin
 def test_cache_hits_are_counted_for_agent_suites(tmp_path, served_tiny, monkeypatch):
     url, model = served_tiny
     monkeypatch.chdir(tmp_path)
-    args = eval_args(tmp_path, "--suite", "livestream", "--limit", "3", "--model", "openai/tiny", "--api-base", url,
-                     "--max-tokens", "16", "--json")
+    args = eval_args(
+        tmp_path,
+        "--suite",
+        "livestream",
+        "--limit",
+        "3",
+        "--model",
+        "openai/tiny",
+        "--api-base",
+        url,
+        "--max-tokens",
+        "16",
+        "--json",
+    )
     first = json.loads(CliRunner().invoke(app, [*args, "--run-id", "c1"]).stdout)
     model.seen.clear()
     second = json.loads(CliRunner().invoke(app, [*args, "--run-id", "c2"]).stdout)
@@ -207,8 +274,23 @@ def test_cache_hits_are_counted_for_agent_suites(tmp_path, served_tiny, monkeypa
 def test_a_local_model_run_resumes_with_its_own_settings(tmp_path, tiny_model_path):
     """The in-process path (``local:``): a run cut back to its first record, as a kill leaves it,
     resumes with the manifest's typed settings (an int ``max_tokens``, not a redacted string)."""
-    args = eval_args(tmp_path, "--suite", "livestream", "--limit", "3", "--model", f"local:{tiny_model_path}", "--max-tokens", "12",
-                     "--temperature", "0.5", "--no-cache", "--run-id", "loc", "--json")
+    args = eval_args(
+        tmp_path,
+        "--suite",
+        "livestream",
+        "--limit",
+        "3",
+        "--model",
+        f"local:{tiny_model_path}",
+        "--max-tokens",
+        "12",
+        "--temperature",
+        "0.5",
+        "--no-cache",
+        "--run-id",
+        "loc",
+        "--json",
+    )
     assert CliRunner().invoke(app, args).exit_code == 0
     records = tmp_path / "runs" / "loc" / "records.jsonl"
     first = records.read_text().splitlines()[0]

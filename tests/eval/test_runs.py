@@ -28,8 +28,22 @@ def eval_args(tmp_path: Path, *extra: str) -> list[str]:
 
 def test_ifeval_run_prints_one_json_summary_and_writes_the_run_folder(tmp_path, instant_stub):
     res = CliRunner().invoke(
-        app, eval_args(tmp_path, "--suite", "ifeval", "--limit", "12", "--model", "openai/stub", "--api-base", instant_stub,
-                       "--no-cache", "--json", "--run-id", "ife"),
+        app,
+        eval_args(
+            tmp_path,
+            "--suite",
+            "ifeval",
+            "--limit",
+            "12",
+            "--model",
+            "openai/stub",
+            "--api-base",
+            instant_stub,
+            "--no-cache",
+            "--json",
+            "--run-id",
+            "ife",
+        ),
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -46,7 +60,9 @@ def test_ifeval_run_prints_one_json_summary_and_writes_the_run_folder(tmp_path, 
 
 def test_model_calls_are_cached_between_runs_unless_told_not_to(tmp_path, instant_stub, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the cache lives under ./.cache
-    args = eval_args(tmp_path, "--suite", "ifeval", "--limit", "5", "--model", "openai/stub", "--api-base", instant_stub, "--json")
+    args = eval_args(
+        tmp_path, "--suite", "ifeval", "--limit", "5", "--model", "openai/stub", "--api-base", instant_stub, "--json"
+    )
     first = json.loads(CliRunner().invoke(app, args + ["--run-id", "a"]).stdout)
     second = json.loads(CliRunner().invoke(app, args + ["--run-id", "b"]).stdout)
     assert first["suites"]["ifeval"]["score"] == second["suites"]["ifeval"]["score"]
@@ -71,18 +87,29 @@ def test_bad_options_are_clear_errors(tmp_path):
         assert res.exit_code == 2 and "must be at least 1, got 0" in res.output, (flag, res.output)
     (tmp_path / "afile").write_text("not a folder")
     afile = ["--runs-dir", str(tmp_path / "afile")]
-    for cmd in (eval_args(tmp_path, "--model", "oracle", "--limit", "1"), ["eval", "--resume", "r1"], ["compare", "r1", "r2"], ["report", "r1"]):
+    for cmd in (
+        eval_args(tmp_path, "--model", "oracle", "--limit", "1"),
+        ["eval", "--resume", "r1"],
+        ["compare", "r1", "r2"],
+        ["report", "r1"],
+    ):
         res = runner.invoke(app, [*cmd, *afile])
         assert res.exit_code == 2 and "is a file, not a folder" in res.output, (cmd, res.output)
-    res = runner.invoke(app, [*eval_args(tmp_path, "--model", "oracle", "--limit", "1"), "--runs-dir", str(tmp_path / "afile" / "sub")])
+    res = runner.invoke(
+        app, [*eval_args(tmp_path, "--model", "oracle", "--limit", "1"), "--runs-dir", str(tmp_path / "afile" / "sub")]
+    )
     assert res.exit_code == 2 and "afile" in res.output and not isinstance(res.exception, OSError), res.output
+
 
 def test_a_labels_file_with_a_bad_line_is_named_by_file_and_line(tmp_path):
     runner = CliRunner()
     good = json.dumps({"id": "x", "label": "pass", "episode": {}})
     cases = {
         "bad_line.jsonl": (good + "\nnot json\n" + good + "\n", "bad_line.jsonl:2: not JSON"),
-        "bad_label.jsonl": (good + "\n" + json.dumps({"id": "y", "label": "ok"}) + "\n", "bad_label.jsonl:2: field 'label' must be"),
+        "bad_label.jsonl": (
+            good + "\n" + json.dumps({"id": "y", "label": "ok"}) + "\n",
+            "bad_label.jsonl:2: field 'label' must be",
+        ),
         "binary.jsonl": ("", "not UTF-8 text"),
         "empty.jsonl": ("\n", "no labels in the file"),
     }
@@ -93,7 +120,9 @@ def test_a_labels_file_with_a_bad_line_is_named_by_file_and_line(tmp_path):
         assert res.exit_code == 2 and message in " ".join(res.output.split()), (name, res.output)
     res = runner.invoke(app, ["judge", "calibrate", "--labels", str(tmp_path), "--judge", "openai/x"])
     assert res.exit_code == 2 and "is a folder" in res.output
-    res = runner.invoke(app, ["judge", "calibrate", "--labels", str(tmp_path / "bad_line.jsonl"), "--judge", "openai/x", "--limit", "0"])
+    res = runner.invoke(
+        app, ["judge", "calibrate", "--labels", str(tmp_path / "bad_line.jsonl"), "--judge", "openai/x", "--limit", "0"]
+    )
     assert res.exit_code == 2 and "--limit must be at least 1" in res.output
 
 
@@ -111,9 +140,25 @@ def _read_ids(path: Path) -> list[str]:
 def test_a_run_killed_with_sigkill_resumes_with_every_case_exactly_once(tmp_path, slow_stub, suite):
     limit = 48
     cmd = [
-        sys.executable, "-m", "harnessctl.cli.main", *eval_args(
-            tmp_path, "--suite", suite, "--limit", str(limit), "--model", "openai/stub", "--api-base", slow_stub,
-            "-j", "4", "--no-cache", "--run-id", "killed", "--json",
+        sys.executable,
+        "-m",
+        "harnessctl.cli.main",
+        *eval_args(
+            tmp_path,
+            "--suite",
+            suite,
+            "--limit",
+            str(limit),
+            "--model",
+            "openai/stub",
+            "--api-base",
+            slow_stub,
+            "-j",
+            "4",
+            "--no-cache",
+            "--run-id",
+            "killed",
+            "--json",
         ),
     ]
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -146,14 +191,19 @@ def test_a_run_killed_with_sigkill_resumes_with_every_case_exactly_once(tmp_path
 
 
 def test_repeats_report_pass_hat_k(tmp_path):
-    res = CliRunner().invoke(app, eval_args(tmp_path, "--suite", "livestream", "--model", "oracle", "--limit", "6", "--repeat", "3", "--json"))
+    res = CliRunner().invoke(
+        app,
+        eval_args(tmp_path, "--suite", "livestream", "--model", "oracle", "--limit", "6", "--repeat", "3", "--json"),
+    )
     assert res.exit_code == 0, res.output
     s = json.loads(res.stdout)["suites"]["livestream"]
     assert (s["n"], s["n_results"]) == (6, 18) and s["pass_hat_k"] == {"1": 100.0, "2": 100.0, "3": 100.0}
 
 
 def test_the_human_view_shows_scores_latency_and_components(tmp_path):
-    res = CliRunner().invoke(app, eval_args(tmp_path, "--suite", "robustness", "--model", "oracle", "--limit", "10", "--run-id", "h"))
+    res = CliRunner().invoke(
+        app, eval_args(tmp_path, "--suite", "robustness", "--model", "oracle", "--limit", "10", "--run-id", "h")
+    )
     assert res.exit_code == 0, res.output
     for text in ("robustness", "100.0", "P95", "components", "--resume h", "harnessctl report h"):
         assert text in res.output
@@ -164,8 +214,17 @@ def test_a_stuck_case_becomes_a_recorded_timeout_not_a_stuck_run(tmp_path):
     from tests.eval.conftest import slow_model
 
     outcome = run_eval(
-        EvalConfig(suites=["livestream"], model="stuck", limit=2, jobs=2, case_timeout_s=0.3, cache=False,
-                   evals_dir=str(EVALS), runs_dir=str(tmp_path), harness_path=str(HARNESS)),
+        EvalConfig(
+            suites=["livestream"],
+            model="stuck",
+            limit=2,
+            jobs=2,
+            case_timeout_s=0.3,
+            cache=False,
+            evals_dir=str(EVALS),
+            runs_dir=str(tmp_path),
+            harness_path=str(HARNESS),
+        ),
         backend=slow_model(2.0),
     )
     results = outcome.store.results()
@@ -178,8 +237,16 @@ def test_records_in_a_run_read_back_as_episode_records(tmp_path):
     from harnessctl.eval.runner import EvalConfig, run_eval
     from harnessctl.runtime.record import EpisodeRecord, Termination, ToolStep
 
-    outcome = run_eval(EvalConfig(suites=["robustness"], model="oracle", limit=8, evals_dir=str(EVALS),
-                                  runs_dir=str(tmp_path), harness_path=str(HARNESS)))
+    outcome = run_eval(
+        EvalConfig(
+            suites=["robustness"],
+            model="oracle",
+            limit=8,
+            evals_dir=str(EVALS),
+            runs_dir=str(tmp_path),
+            harness_path=str(HARNESS),
+        )
+    )
     for r in RunStore.open(outcome.store.root).results():
         rec = EpisodeRecord.from_dict(r.record)
         assert rec.case_id == r.case_id and rec.termination == Termination.REPLY and rec.reply

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from harnessctl.eval.stats import (
-    binary_rates, bootstrap, cohen_kappa, latency_stats, parse_duration, pass_hat_k, percentile,
+    binary_rates,
+    bootstrap,
+    cohen_kappa,
+    latency_stats,
+    parse_duration,
+    pass_hat_k,
+    percentile,
 )
 
 

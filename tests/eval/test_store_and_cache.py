@@ -51,7 +51,9 @@ def test_damage_in_the_middle_names_the_line(tmp_path):
 
 
 def test_manifests_never_hold_secrets(tmp_path):
-    store = RunStore.create(tmp_path, {"model": "m", "config": {"api_key": "sk-live-123", "jobs": 4}, "AUTH_TOKEN": "t"})
+    store = RunStore.create(
+        tmp_path, {"model": "m", "config": {"api_key": "sk-live-123", "jobs": 4}, "AUTH_TOKEN": "t"}
+    )
     text = (store.root / "manifest.json").read_text()
     assert "sk-live-123" not in text and '"t"' not in text and '"jobs": 4' in text
 
@@ -124,7 +126,9 @@ def test_transport_errors_are_retried_and_never_cached():
 
 
 def test_bad_requests_are_not_retried():
-    inner = Flaky(fail_times=1, error=ModelError("openai/flaky: BadRequestError 400 after 1 attempt: unknown parameter"))
+    inner = Flaky(
+        fail_times=1, error=ModelError("openai/flaky: BadRequestError 400 after 1 attempt: unknown parameter")
+    )
     with pytest.raises(ModelError, match="400"):
         EvalBackend(inner, retries=3, backoff_s=0.0).generate(MSG, [], GenerationSettings())
     assert inner.calls == 1
@@ -143,7 +147,8 @@ def test_the_oracle_is_never_cached():
 def test_settings_keep_their_names_and_types_while_secrets_go(tmp_path, monkeypatch):
     monkeypatch.setenv("MYPROVIDER_API_KEY", "sk-secret-value-123")
     manifest = {
-        "model": "m", "api_base": "http://h/v1?key=sk-secret-value-123",
+        "model": "m",
+        "api_base": "http://h/v1?key=sk-secret-value-123",
         "config": {"max_tokens": 48, "temperature": 0.7, "api_key_env": "MYPROVIDER_API_KEY", "api_key": "x"},
         "AUTH_TOKEN": "t",
     }
@@ -152,7 +157,11 @@ def test_settings_keep_their_names_and_types_while_secrets_go(tmp_path, monkeypa
     saved = store.manifest
     assert saved["config"]["max_tokens"] == 48 and saved["config"]["temperature"] == 0.7
     assert saved["config"]["api_key_env"] == "MYPROVIDER_API_KEY"  # the variable's name, not its value
-    assert "sk-secret-value-123" not in text and saved["config"]["api_key"] == "<redacted>" and saved["AUTH_TOKEN"] == "<redacted>"
+    assert (
+        "sk-secret-value-123" not in text
+        and saved["config"]["api_key"] == "<redacted>"
+        and saved["AUTH_TOKEN"] == "<redacted>"
+    )
 
 
 def test_a_config_read_back_is_checked_field_by_field():
@@ -180,7 +189,9 @@ def test_run_ids_are_names(tmp_path, bad):
 def test_a_damaged_manifest_is_refused_with_what_to_do(tmp_path):
     store = RunStore.create(tmp_path, {"model": "m"}, run_id="dmg")
     (store.root / "manifest.json").write_text("{}")
-    with pytest.raises(RunError, match=r"damaged manifest \(missing model, config, planned, case_ids\).*start a new run"):
+    with pytest.raises(
+        RunError, match=r"damaged manifest \(missing model, config, planned, case_ids\).*start a new run"
+    ):
         RunStore.open(store.root).checked_manifest()
 
 

@@ -38,7 +38,9 @@ def test_build_suites_rewrites_the_committed_files_byte_for_byte(tmp_path):
     index = build_all(tmp_path, harness_path=HARNESS)
     committed = suite_index(EVALS)["suites"]
     for name in SUITES:
-        assert file_sha256(tmp_path / f"{name}.jsonl") == file_sha256(EVALS / f"{name}.jsonl") == committed[name]["sha256"], name
+        assert (
+            file_sha256(tmp_path / f"{name}.jsonl") == file_sha256(EVALS / f"{name}.jsonl") == committed[name]["sha256"]
+        ), name
         assert index["suites"][name]["n"] == committed[name]["n"]
 
 
@@ -99,10 +101,17 @@ def test_perturbations_keep_what_the_answer_depends_on(suites):
 
 
 def test_the_oracle_aces_a_deterministic_sample_of_every_agent_suite(tmp_path):
-    outcome = run_eval(EvalConfig(
-        suites=list(AGENT_SUITES), model="oracle", limit=200, jobs=8, evals_dir=str(EVALS), runs_dir=str(tmp_path),
-        harness_path=str(HARNESS),
-    ))
+    outcome = run_eval(
+        EvalConfig(
+            suites=list(AGENT_SUITES),
+            model="oracle",
+            limit=200,
+            jobs=8,
+            evals_dir=str(EVALS),
+            runs_dir=str(tmp_path),
+            harness_path=str(HARNESS),
+        )
+    )
     for name in AGENT_SUITES:
         s = outcome.summary["suites"][name]
         assert s["n"] == 200 and s["errors"] == 0
@@ -110,10 +119,30 @@ def test_the_oracle_aces_a_deterministic_sample_of_every_agent_suite(tmp_path):
 
 
 def test_an_untrained_model_runs_through_every_suite_and_gets_nowhere(tmp_path, tiny_model_path):
-    res = CliRunner().invoke(app, [
-        "eval", "--suite", "all", "--model", f"local:{tiny_model_path}", "--limit", "2", "--max-tokens", "24", "-j", "2",
-        "--no-cache", "--json", "--runs-dir", str(tmp_path), "--evals-dir", str(EVALS), "-H", str(HARNESS),
-    ])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--suite",
+            "all",
+            "--model",
+            f"local:{tiny_model_path}",
+            "--limit",
+            "2",
+            "--max-tokens",
+            "24",
+            "-j",
+            "2",
+            "--no-cache",
+            "--json",
+            "--runs-dir",
+            str(tmp_path),
+            "--evals-dir",
+            str(EVALS),
+            "-H",
+            str(HARNESS),
+        ],
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert set(data["suites"]) == set(SUITES)
@@ -131,15 +160,41 @@ def test_an_untrained_model_runs_through_every_suite_and_gets_nowhere(tmp_path, 
 
 def test_build_suites_cli_can_use_official_ifeval_prompts(tmp_path):
     official = tmp_path / "input_data.jsonl"
-    official.write_text("".join(
-        json.dumps({"key": k, "prompt": f"Write note {k}. Do not use any commas.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}) + "\n"
-        for k in range(3)
-    ))
-    res = CliRunner().invoke(app, [
-        "eval", "build-suites", "--suite", "ifeval", "--ifeval-prompts", str(official), "--evals-dir", str(tmp_path / "e"),
-        "-H", str(HARNESS), "--json",
-    ])
+    official.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "key": k,
+                    "prompt": f"Write note {k}. Do not use any commas.",
+                    "instruction_id_list": ["punctuation:no_comma"],
+                    "kwargs": [{}],
+                }
+            )
+            + "\n"
+            for k in range(3)
+        )
+    )
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "build-suites",
+            "--suite",
+            "ifeval",
+            "--ifeval-prompts",
+            str(official),
+            "--evals-dir",
+            str(tmp_path / "e"),
+            "-H",
+            str(HARNESS),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     info = json.loads(res.stdout)["suites"]["ifeval"]
     assert info["n"] == 3 and info["source"] == "official IFEval prompts"
-    assert [i.id for i in load_suite("ifeval", tmp_path / "e")] == ["ifeval-official-0", "ifeval-official-1", "ifeval-official-2"]
+    assert [i.id for i in load_suite("ifeval", tmp_path / "e")] == [
+        "ifeval-official-0",
+        "ifeval-official-1",
+        "ifeval-official-2",
+    ]

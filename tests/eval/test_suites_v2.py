@@ -63,7 +63,10 @@ def _pass_rates(items, model_name: str) -> dict[str, float]:
     by: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     for item in items:
         h = resolver.get(item.harness)
-        b = score_episode(run_episode(h, item.case, model.for_episode(item.case, h), rendered=resolver.rendered(item.harness)), item.case)
+        b = score_episode(
+            run_episode(h, item.case, model.for_episode(item.case, h), rendered=resolver.rendered(item.harness)),
+            item.case,
+        )
         variant = (item.harness or {}).get("id") if (item.harness or {}).get("kind") == "variant" else None
         for key in ["all", *item.families, *([f"variant:{variant}"] if variant else [])]:
             by[key][0] += b.passed
@@ -117,10 +120,28 @@ def test_compare_refuses_runs_of_different_suites_versions_unless_forced(tmp_pat
 def test_a_run_of_oracle_blind_records_failure_entries_by_harness_element(tmp_path):
     """Through the CLI: the harness-blind reference on a spread sample of the variant suite; its
     records name, per failure, the kind, the score component and the harness element."""
-    res = CliRunner().invoke(app, [
-        "eval", "--suite", "variant", "--model", f"oracle-blind:{HARNESS}", "--limit", "12", "-j", "2", "--no-cache",
-        "--runs-dir", str(tmp_path), "--evals-dir", str(EVALS), "-H", str(HARNESS), "--json",
-    ])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--suite",
+            "variant",
+            "--model",
+            f"oracle-blind:{HARNESS}",
+            "--limit",
+            "12",
+            "-j",
+            "2",
+            "--no-cache",
+            "--runs-dir",
+            str(tmp_path),
+            "--evals-dir",
+            str(EVALS),
+            "-H",
+            str(HARNESS),
+            "--json",
+        ],
+    )
     assert res.exit_code in (0, 1), res.output
     store = RunStore.open(next(tmp_path.iterdir()).name, tmp_path)
     results = store.results()

@@ -18,18 +18,38 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1",
-            "NO_COLOR": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        "TRL_EXPERIMENTAL_SILENCE": "1",
+        "NO_COLOR": "1",
+    }
 
 
 def tiny_study(base_model: Path) -> list[str]:
     """The smallest study that still runs every stage for real: a step or two each, one case per suite."""
     sets = {
-        "base_model": str(base_model), "data_n": 6, "data_variants": 2, "eval_limit": 1, "history_limit": 2, "eval_max_tokens": 12,
-        "base.max_steps": 1, "base.rows": 24, "base.per_device_batch_size": 2,
-        "sft.max_steps": 1, "sft.per_device_batch_size": 2,
-        "distill.max_steps": 1, "distill.n_prompts": 4, "distill.per_device_batch_size": 2, "distill.max_completion_length": 8,
-        "rl.max_steps": 1, "rl.cases": 2, "rl.num_generations": 2, "rl.per_device_batch_size": 2, "rl.max_turn_tokens": 12,
+        "base_model": str(base_model),
+        "data_n": 6,
+        "data_variants": 2,
+        "eval_limit": 1,
+        "history_limit": 2,
+        "eval_max_tokens": 12,
+        "base.max_steps": 1,
+        "base.rows": 24,
+        "base.per_device_batch_size": 2,
+        "sft.max_steps": 1,
+        "sft.per_device_batch_size": 2,
+        "distill.max_steps": 1,
+        "distill.n_prompts": 4,
+        "distill.per_device_batch_size": 2,
+        "distill.max_completion_length": 8,
+        "rl.max_steps": 1,
+        "rl.cases": 2,
+        "rl.num_generations": 2,
+        "rl.per_device_batch_size": 2,
+        "rl.max_turn_tokens": 12,
         "rl.max_completion_length": 48,
         **{f"{stage}.logging_steps": 1 for stage in ("base", "sft", "distill", "rl")},
     }
@@ -47,7 +67,9 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(
 
     log = tmp_path / "first.log"
     with open(log, "w") as stderr:
-        first = subprocess.Popen(cmd, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+        first = subprocess.Popen(
+            cmd, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+        )
         deadline = time.monotonic() + 300
         while not base_done.is_file() and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -60,7 +82,9 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(
     base_record = base_done.read_bytes()
     base_model = (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns
 
-    second = subprocess.run([*cmd, "--json"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
+    second = subprocess.run(
+        [*cmd, "--json"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "arm base: finished before" in second.stderr
     assert "arm base: train" not in second.stderr  # the finished arm was not retrained ...
@@ -84,8 +108,12 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(
         assert arm["metrics"]["latency"]["p95_s"] > 0
         assert arm["curve"], "a learning curve from the trainer's log"
     by_name = {a["name"]: a for a in results["arms"]}
-    assert json.loads((study / "arms" / "fixed-sft" / "model" / "train.json").read_text())["data"] == str(study / "data" / "fixed" / "train.jsonl")
-    assert json.loads((study / "arms" / "hsa-sft" / "model" / "train.json").read_text())["data"] == str(study / "data" / "hsa" / "train.jsonl")
+    assert json.loads((study / "arms" / "fixed-sft" / "model" / "train.json").read_text())["data"] == str(
+        study / "data" / "fixed" / "train.jsonl"
+    )
+    assert json.loads((study / "arms" / "hsa-sft" / "model" / "train.json").read_text())["data"] == str(
+        study / "data" / "hsa" / "train.jsonl"
+    )
     assert json.loads((study / "arms" / "hat" / "model" / "train.json").read_text())["hsa"] is True
     assert by_name["hat"]["metrics"]["served_latency"]["n"] == 1  # the final model answered through the embedded server
     assert [g["status"] in ("met", "missed", "n/a") for g in results["goals"]] == [True] * 5
@@ -98,7 +126,15 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(
     assert json.loads((study / "results.json").read_text())["scores"] == results["scores"]
 
     # the same study asked with another plan is refused, naming the plan file and the difference
-    other = subprocess.run([*cmd[:-2], "--set", "eval_limit=2"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
+    other = subprocess.run(
+        [*cmd[:-2], "--set", "eval_limit=2"],
+        check=False,
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert other.returncode == 2
     assert "plan.json" in other.stderr and "eval_limit" in other.stderr and "Traceback" not in other.stderr
 

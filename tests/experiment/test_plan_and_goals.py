@@ -21,7 +21,12 @@ def test_the_main_arms_chain_the_hat_stages_and_ablations_only_add_arms():
     names = [a.name for a in full_plan().arms()]
     assert names == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]
     assert [(a.stage, a.parent) for a in full_plan().arms()] == [
-        ("base", None), ("sft", "base"), ("sft", "base"), ("distill", "hsa-sft"), ("rl", "hsa-sft-opd")]
+        ("base", None),
+        ("sft", "base"),
+        ("sft", "base"),
+        ("distill", "hsa-sft"),
+        ("rl", "hsa-sft-opd"),
+    ]
     assert ARMS["fixed-sft"].data == "fixed" and ARMS["hsa-sft"].data == "hsa"
     with_ablations = full_plan(ablations=True).arms()
     assert [a.name for a in with_ablations][5:] == ["hsa-only-rl", "hsa-only-sft"]
@@ -79,8 +84,8 @@ def test_goals_are_met_by_the_papers_pattern():
 def test_goals_are_missed_by_a_model_that_shows_none_of_it():
     scores = _scores(
         base={"livestream": 5, "variant": 5, "ifeval": 40},
-        **{"fixed-sft": {"livestream": 80, "variant": 70, "ifeval": 30}},   # holds under edits: no collapse
-        **{"hsa-sft": {"livestream": 50, "variant": 49, "ifeval": 30}},     # follows edits but livestream < 60
+        **{"fixed-sft": {"livestream": 80, "variant": 70, "ifeval": 30}},  # holds under edits: no collapse
+        **{"hsa-sft": {"livestream": 50, "variant": 49, "ifeval": 30}},  # follows edits but livestream < 60
         **{"hsa-sft-opd": {"livestream": 45, "variant": 49, "ifeval": 35, "tool_faults": 50}},  # lost livestream
         hat={"livestream": 40, "variant": 49, "ifeval": 35, "tool_faults": 70},  # robust but lost livestream
     )
@@ -89,16 +94,29 @@ def test_goals_are_missed_by_a_model_that_shows_none_of_it():
 
 
 def test_goals_without_their_numbers_are_not_applicable_never_met():
-    goals = judge_goals({"base": {"ifeval": 10}, "hsa-sft": {"ifeval": 20, "livestream": 1}, "hsa-sft-opd": {"ifeval": 20, "livestream": 1}})
+    goals = judge_goals(
+        {
+            "base": {"ifeval": 10},
+            "hsa-sft": {"ifeval": 20, "livestream": 1},
+            "hsa-sft-opd": {"ifeval": 20, "livestream": 1},
+        }
+    )
     assert [g["status"] for g in goals] == ["n/a"] * 5
     assert "nothing to restore" in goals[2]["numbers"]
 
 
 def _arm(name, label, scores):
     return {
-        "name": name, "label": label, "stage": "sft", "status": "done",
-        "metrics": {"scores": scores, "slices": {"history_v1": 10.0, "tool_faults": None}, "families": {"op:tools": {"score": 3.0, "n": 1}},
-                    "latency": {"p50_s": 0.2, "p95_s": 0.4}},
+        "name": name,
+        "label": label,
+        "stage": "sft",
+        "status": "done",
+        "metrics": {
+            "scores": scores,
+            "slices": {"history_v1": 10.0, "tool_faults": None},
+            "families": {"op:tools": {"score": 3.0, "n": 1}},
+            "latency": {"p50_s": 0.2, "p95_s": 0.4},
+        },
         "compute": {"train_steps": 3, "train_s": 12.0, "eval_s": 4.0, "chain_train_s": 20.0},
         "curve": [{"step": 1.0, "loss": 3.0}, {"step": 2.0, "loss": 2.5}],
     }
@@ -106,9 +124,16 @@ def _arm(name, label, scores):
 
 def test_the_table_and_the_report_show_every_arm_beside_the_papers_numbers():
     results = {
-        "id": "s1", "command": "harnessctl experiment hat --quick", "plan": {"preset": "quick"}, "eval_cases": 2,
-        "arms": [_arm("fixed-sft", "fixed-SFT", {"livestream": 61.25, "variant": 12.5}), _arm("hsa-sft", "HSA-SFT", {"livestream": 40.0})],
-        "goals": judge_goals({"fixed-sft": {"livestream": 61.25, "variant": 12.5}}), "compute": {"train_s": 24, "eval_s": 8, "wall_s": 40},
+        "id": "s1",
+        "command": "harnessctl experiment hat --quick",
+        "plan": {"preset": "quick"},
+        "eval_cases": 2,
+        "arms": [
+            _arm("fixed-sft", "fixed-SFT", {"livestream": 61.25, "variant": 12.5}),
+            _arm("hsa-sft", "HSA-SFT", {"livestream": 40.0}),
+        ],
+        "goals": judge_goals({"fixed-sft": {"livestream": 61.25, "variant": 12.5}}),
+        "compute": {"train_s": 24, "eval_s": 8, "wall_s": 40},
     }
     md = markdown_table(results)
     assert "| fixed-SFT | 61.2 | 12.5 | 10.0 | — |" in md
@@ -125,7 +150,10 @@ def test_each_arm_trains_from_its_parent_on_its_own_data_and_logs_a_curve(tmp_pa
 
     plan = quick_plan(ablations=True)
     cfgs = {a.name: stage_config(plan, a, tmp_path) for a in plan.arms()}
-    model = lambda arm: str(tmp_path / "arms" / arm / "model")
+
+    def model(arm):
+        return str(tmp_path / "arms" / arm / "model")
+
     assert cfgs["base"].model == "" and cfgs["base"].out == model("base")  # stage 0 from scratch
     assert (cfgs["fixed-sft"].model, cfgs["fixed-sft"].data) == (model("base"), str(tmp_path / "data" / "fixed"))
     assert (cfgs["hsa-sft"].model, cfgs["hsa-sft"].data) == (model("base"), str(tmp_path / "data" / "hsa"))

@@ -6,8 +6,8 @@ import functools
 import hashlib
 import os
 import shutil
-from unittest import mock
 from pathlib import Path
+from unittest import mock
 
 import pytest
 

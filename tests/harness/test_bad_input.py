@@ -23,6 +23,7 @@ from harnessctl.harness.yamlio import MAX_DEPTH, MAX_FILE_BYTES, dump_yaml, pars
 
 from .harness_support import LIVECOMMERCE, copy_harness, edit, run_cli, sim_backends, snapshot  # noqa: F401
 
+
 @contextlib.contextmanager
 def hang_guard(seconds: int = 60):
     """Fail (instead of hanging the suite) if validation does not finish. Not a speed check:
@@ -116,34 +117,200 @@ SENTINEL = "EXECUTED"
 
 EXPLICIT = [
     # (id, setup, shown file, line, message fragment)
-    ("malformed YAML", _replace("tools/promotions.yaml", "required: [product_id]", "required: [product_id"), "tools/promotions.yaml", None, "invalid YAML"),
-    ("truncated file", _write("skills/greeting.yaml", 'key: greeting\nname: "greet_vi'), "skills/greeting.yaml", 2, "invalid YAML"),
-    ("tab indentation", _replace("hooks.yaml", "  max_attempts: 2", "\tmax_attempts: 2"), "hooks.yaml", 3, "tab used for indentation"),
-    ("wrong type", _replace("prompt.yaml", "value: 120", "value: lots"), "prompt.yaml", 30, "value: expected a number, found the text 'lots'"),
-    ("unknown field", _replace("tools/stock_check.yaml", "timeout_s: 3", "timeout: 3"), "tools/stock_check.yaml", 5, "unknown field 'timeout'"),
+    (
+        "malformed YAML",
+        _replace("tools/promotions.yaml", "required: [product_id]", "required: [product_id"),
+        "tools/promotions.yaml",
+        None,
+        "invalid YAML",
+    ),
+    (
+        "truncated file",
+        _write("skills/greeting.yaml", 'key: greeting\nname: "greet_vi'),
+        "skills/greeting.yaml",
+        2,
+        "invalid YAML",
+    ),
+    (
+        "tab indentation",
+        _replace("hooks.yaml", "  max_attempts: 2", "\tmax_attempts: 2"),
+        "hooks.yaml",
+        3,
+        "tab used for indentation",
+    ),
+    (
+        "wrong type",
+        _replace("prompt.yaml", "value: 120", "value: lots"),
+        "prompt.yaml",
+        30,
+        "value: expected a number, found the text 'lots'",
+    ),
+    (
+        "unknown field",
+        _replace("tools/stock_check.yaml", "timeout_s: 3", "timeout: 3"),
+        "tools/stock_check.yaml",
+        5,
+        "unknown field 'timeout'",
+    ),
     ("empty file", _write("hooks.yaml", ""), "hooks.yaml", None, "file is empty"),
-    ("comments-only file", _write("skills/greeting.yaml", "# nothing yet\n"), "skills/greeting.yaml", None, "file is empty"),
-    ("a file that is a list", _write("prompt.yaml", "- key: persona\n  text: hi\n"), "prompt.yaml", 1, "expected a mapping (key: value lines) at the top, found a list"),
-    ("a file that is one value", _write("harness.yaml", "livecommerce\n"), "harness.yaml", 1, "found a single value ('livecommerce')"),
-    ("several documents", _append("tools/promotions.yaml", "---\nkey: again\n"), "tools/promotions.yaml", None, "expected a single document"),
-    ("duplicate keys", _replace("skills/greeting.yaml", "name: greet_viewer\n", "name: greet_viewer\nname: hello\n"), "skills/greeting.yaml", 3, "duplicate key 'name' (first defined on line 2)"),
-    ("duplicate names across files", _replace("skills/greeting.yaml", "name: greet_viewer", "name: order_help"), "skills/order_help.yaml", 2, "skill name 'order_help' is already used by skills/greeting.yaml"),
-    ("binary content", _write("tools/promotions.yaml", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), "tools/promotions.yaml", 3, "binary content"),
-    ("non-UTF-8 text", _write("skills/greeting.yaml", "key: greeting\nname: caf\xe9\n".encode("latin-1")), "skills/greeting.yaml", 2, "not UTF-8 text (byte 0xe9)"),
-    ("UTF-16 text", _write("skills/greeting.yaml", "key: greeting\n".encode("utf-16")), "skills/greeting.yaml", 1, "file is UTF-16/UTF-32 text"),
-    ("control character", _replace("skills/greeting.yaml", "greet_viewer", "greet\x07viewer"), "skills/greeting.yaml", 2, "control character U+0007 is not allowed"),
-    ("alias bomb", _append("prompt.yaml", _billion_laughs()), "prompt.yaml", None, "document expands to more than 100,000 values"),
-    ("recursive alias", _append("hooks.yaml", "loop: &me [1, *me]\n"), "hooks.yaml", 20, "alias *me refers to a value that contains it"),
-    ("deep flow nesting", _append("harness.yaml", "deep: " + "[" * 100_000 + "]" * 100_000 + "\n"), "harness.yaml", 16, f"nesting deeper than {MAX_DEPTH} levels"),
-    ("deep block nesting", _append("harness.yaml", "deep:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(200))), "harness.yaml", None, f"nesting deeper than {MAX_DEPTH} levels"),
-    ("python object tag", _replace("tools/promotions.yaml", "backend: sim.get_promotions", f"backend: !!python/object/apply:os.system ['touch {SENTINEL}']"), "tools/promotions.yaml", 4, "YAML tag !!python/object/apply:os.system is not allowed"),
-    ("python name tag", _append("harness.yaml", "hook: !!python/name:os.system\n"), "harness.yaml", 16, "YAML tag !!python/name:os.system is not allowed"),
-    ("include tag", _replace("prompt.yaml", "blocks:", "extra: !include ../../etc/passwd\nblocks:"), "prompt.yaml", 3, "YAML tag !include is not allowed"),
-    ("custom tag", _replace("skills/greeting.yaml", "tools: []", "tools: !custom []"), "skills/greeting.yaml", 11, "YAML tag !custom is not allowed"),
-    ("a harmless !!str tag is refused too", _replace("harness.yaml", "version: v3", "version: !!str 3"), "harness.yaml", 4, "YAML tag !!str is not allowed"),
-    ("mapping key that is not text", _replace("harness.yaml", "  brand:", "  1:"), "harness.yaml", 9, "mapping key 1 is not text"),
-    ("number that is not finite", _replace("prompt.yaml", "value: 120", "value: .inf"), "prompt.yaml", None, "inf is not a finite number"),
-    ("file too large", _append("skills/greeting.yaml", "# " + "x" * MAX_FILE_BYTES + "\n"), "skills/greeting.yaml", None, "file is larger than"),
+    (
+        "comments-only file",
+        _write("skills/greeting.yaml", "# nothing yet\n"),
+        "skills/greeting.yaml",
+        None,
+        "file is empty",
+    ),
+    (
+        "a file that is a list",
+        _write("prompt.yaml", "- key: persona\n  text: hi\n"),
+        "prompt.yaml",
+        1,
+        "expected a mapping (key: value lines) at the top, found a list",
+    ),
+    (
+        "a file that is one value",
+        _write("harness.yaml", "livecommerce\n"),
+        "harness.yaml",
+        1,
+        "found a single value ('livecommerce')",
+    ),
+    (
+        "several documents",
+        _append("tools/promotions.yaml", "---\nkey: again\n"),
+        "tools/promotions.yaml",
+        None,
+        "expected a single document",
+    ),
+    (
+        "duplicate keys",
+        _replace("skills/greeting.yaml", "name: greet_viewer\n", "name: greet_viewer\nname: hello\n"),
+        "skills/greeting.yaml",
+        3,
+        "duplicate key 'name' (first defined on line 2)",
+    ),
+    (
+        "duplicate names across files",
+        _replace("skills/greeting.yaml", "name: greet_viewer", "name: order_help"),
+        "skills/order_help.yaml",
+        2,
+        "skill name 'order_help' is already used by skills/greeting.yaml",
+    ),
+    (
+        "binary content",
+        _write("tools/promotions.yaml", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"),
+        "tools/promotions.yaml",
+        3,
+        "binary content",
+    ),
+    (
+        "non-UTF-8 text",
+        _write("skills/greeting.yaml", "key: greeting\nname: caf\xe9\n".encode("latin-1")),
+        "skills/greeting.yaml",
+        2,
+        "not UTF-8 text (byte 0xe9)",
+    ),
+    (
+        "UTF-16 text",
+        _write("skills/greeting.yaml", "key: greeting\n".encode("utf-16")),
+        "skills/greeting.yaml",
+        1,
+        "file is UTF-16/UTF-32 text",
+    ),
+    (
+        "control character",
+        _replace("skills/greeting.yaml", "greet_viewer", "greet\x07viewer"),
+        "skills/greeting.yaml",
+        2,
+        "control character U+0007 is not allowed",
+    ),
+    (
+        "alias bomb",
+        _append("prompt.yaml", _billion_laughs()),
+        "prompt.yaml",
+        None,
+        "document expands to more than 100,000 values",
+    ),
+    (
+        "recursive alias",
+        _append("hooks.yaml", "loop: &me [1, *me]\n"),
+        "hooks.yaml",
+        20,
+        "alias *me refers to a value that contains it",
+    ),
+    (
+        "deep flow nesting",
+        _append("harness.yaml", "deep: " + "[" * 100_000 + "]" * 100_000 + "\n"),
+        "harness.yaml",
+        16,
+        f"nesting deeper than {MAX_DEPTH} levels",
+    ),
+    (
+        "deep block nesting",
+        _append("harness.yaml", "deep:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(200))),
+        "harness.yaml",
+        None,
+        f"nesting deeper than {MAX_DEPTH} levels",
+    ),
+    (
+        "python object tag",
+        _replace(
+            "tools/promotions.yaml",
+            "backend: sim.get_promotions",
+            f"backend: !!python/object/apply:os.system ['touch {SENTINEL}']",
+        ),
+        "tools/promotions.yaml",
+        4,
+        "YAML tag !!python/object/apply:os.system is not allowed",
+    ),
+    (
+        "python name tag",
+        _append("harness.yaml", "hook: !!python/name:os.system\n"),
+        "harness.yaml",
+        16,
+        "YAML tag !!python/name:os.system is not allowed",
+    ),
+    (
+        "include tag",
+        _replace("prompt.yaml", "blocks:", "extra: !include ../../etc/passwd\nblocks:"),
+        "prompt.yaml",
+        3,
+        "YAML tag !include is not allowed",
+    ),
+    (
+        "custom tag",
+        _replace("skills/greeting.yaml", "tools: []", "tools: !custom []"),
+        "skills/greeting.yaml",
+        11,
+        "YAML tag !custom is not allowed",
+    ),
+    (
+        "a harmless !!str tag is refused too",
+        _replace("harness.yaml", "version: v3", "version: !!str 3"),
+        "harness.yaml",
+        4,
+        "YAML tag !!str is not allowed",
+    ),
+    (
+        "mapping key that is not text",
+        _replace("harness.yaml", "  brand:", "  1:"),
+        "harness.yaml",
+        9,
+        "mapping key 1 is not text",
+    ),
+    (
+        "number that is not finite",
+        _replace("prompt.yaml", "value: 120", "value: .inf"),
+        "prompt.yaml",
+        None,
+        "inf is not a finite number",
+    ),
+    (
+        "file too large",
+        _append("skills/greeting.yaml", "# " + "x" * MAX_FILE_BYTES + "\n"),
+        "skills/greeting.yaml",
+        None,
+        "file is larger than",
+    ),
     ("symlinked file leaving the folder", _link_file_outside, "skills/greeting.yaml", None, "is a symbolic link to"),
     ("symlinked file inside the folder", _link_file_inside, "skills/greeting.yaml", None, "is a symbolic link to"),
     ("symlinked folder leaving the folder", _link_folder_outside, "tools/", None, "tools/ is a symbolic link to"),
@@ -152,7 +319,9 @@ EXPLICIT = [
 
 
 @pytest.mark.parametrize("what,setup,rel,line,message", EXPLICIT, ids=[c[0] for c in EXPLICIT])
-def test_bad_input_is_a_clear_error_exit_2_and_changes_nothing(tmp_path, monkeypatch, sim_backends, what, setup, rel, line, message):
+def test_bad_input_is_a_clear_error_exit_2_and_changes_nothing(
+    tmp_path, monkeypatch, sim_backends, what, setup, rel, line, message
+):
     monkeypatch.chdir(tmp_path)  # a tag that ran `touch EXECUTED` would leave the file here
     root = copy_harness(tmp_path / "lc")
     outside = tmp_path / "outside"
@@ -410,7 +579,11 @@ def python_tag(draw):
     # single-line scalar values: their position is exact, the tag replaces the value in place
     spots = []
     for path, value in _walk(doc):
-        if path and isinstance(value, (str, int, float)) and type(value).__name__ not in ("FoldedScalarString", "LiteralScalarString"):
+        if (
+            path
+            and isinstance(value, (str, int, float))
+            and type(value).__name__ not in ("FoldedScalarString", "LiteralScalarString")
+        ):
             parent = doc
             for p in path[:-1]:
                 parent = parent[p]
@@ -431,7 +604,7 @@ def duplicate_key(draw):
     doc = _doc(rel)
     lines = TEXTS[rel].split("\n")
     spots = []
-    for path, node in _walk(doc):
+    for _path, node in _walk(doc):
         if isinstance(node, dict):
             for k, v in node.items():
                 kl, kc = node.lc.key(k)
@@ -450,7 +623,14 @@ def wrong_top_level(draw):
     keys = list(_doc(rel))
     body = draw(
         st.sampled_from(
-            ["\n".join(f"- {k}" for k in keys) + "\n", "[1, 2, 3]\n", "just some words\n", '"quoted"\n', "42\n", "- - nested\n"]
+            [
+                "\n".join(f"- {k}" for k in keys) + "\n",
+                "[1, 2, 3]\n",
+                "just some words\n",
+                '"quoted"\n',
+                "42\n",
+                "- - nested\n",
+            ]
         )
     )
     return "not a mapping", rel, body.encode()
@@ -464,12 +644,30 @@ def empty(draw):
 
 
 BAD_DOCUMENTS = st.one_of(
-    wrong_type(), unknown_field(), tab_indent(), truncated(), binary_junk(), alias_bomb(),
-    deep_nesting(), python_tag(), duplicate_key(), wrong_top_level(), empty(),
+    wrong_type(),
+    unknown_field(),
+    tab_indent(),
+    truncated(),
+    binary_junk(),
+    alias_bomb(),
+    deep_nesting(),
+    python_tag(),
+    duplicate_key(),
+    wrong_top_level(),
+    empty(),
 )
 KINDS = {
-    "wrong type", "unknown field", "tab", "truncated", "binary", "alias bomb", "deep nesting",
-    "python tag", "duplicate key", "not a mapping", "empty",
+    "wrong type",
+    "unknown field",
+    "tab",
+    "truncated",
+    "binary",
+    "alias bomb",
+    "deep nesting",
+    "python tag",
+    "duplicate key",
+    "not a mapping",
+    "empty",
 }
 
 
@@ -518,7 +716,6 @@ def test_a_thousand_generated_bad_documents_are_each_rejected_cleanly(workspaces
     assert sorted(p.name for p in base.iterdir()) == sorted(r.name for r in roots.values())
 
 
-
 # -- the fast reading path refuses exactly what the round-trip reader refuses ------------------
 
 
@@ -542,8 +739,14 @@ def test_generated_bad_documents_get_the_same_verdict_and_message_from_both_read
 
     seen: set[str] = set()
 
-    @settings(max_examples=400, deadline=None, derandomize=True, database=None, phases=[Phase.explicit, Phase.generate],
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @settings(
+        max_examples=400,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(case=BAD_DOCUMENTS)
     def check(case):
         kind, rel, data = case
@@ -556,17 +759,20 @@ def test_generated_bad_documents_get_the_same_verdict_and_message_from_both_read
     assert seen == KINDS
 
 
-@pytest.mark.parametrize("text", [
-    "a: !!python/object/apply:os.system ['true']\n",
-    "a: !!str 3\n",
-    "a: &x [1, *x]\n",
-    "a: 1\na: 2\n",
-    "\tb: 1\n",
-    "1: x\n",
-    "a: .nan\n",
-    _billion_laughs(),
-    "a: " + "[" * 200 + "]" * 200 + "\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: !!python/object/apply:os.system ['true']\n",
+        "a: !!str 3\n",
+        "a: &x [1, *x]\n",
+        "a: 1\na: 2\n",
+        "\tb: 1\n",
+        "1: x\n",
+        "a: .nan\n",
+        _billion_laughs(),
+        "a: " + "[" * 200 + "]" * 200 + "\n",
+    ],
+)
 def test_the_plain_data_reader_refuses_what_the_round_trip_reader_refuses(text):
     from harnessctl.harness.yamlio import parse_yaml_data
 
@@ -580,7 +786,12 @@ def test_the_fast_readers_guard_refuses_on_its_own_before_any_fallback(monkeypat
 
     from harnessctl.harness import yamlio
 
-    for text in ("a: !!python/name:os.system\n", _billion_laughs(), "a: " + "[" * 200 + "]" * 200 + "\n", "a: &x [1, *x]\n"):
+    for text in (
+        "a: !!python/name:os.system\n",
+        _billion_laughs(),
+        "a: " + "[" * 200 + "]" * 200 + "\n",
+        "a: &x [1, *x]\n",
+    ):
         y = YAML(typ="safe", pure=True)
         y.Parser = yamlio._GuardedDataParser
         with pytest.raises(yamlio._Refused):

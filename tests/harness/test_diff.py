@@ -121,7 +121,10 @@ def test_an_element_moved_among_removals_can_keep_its_number_and_says_where_it_w
     assert _move_words(c) == f"moved: now after {k5.key} (position 3, as before)"
     b.prompt.blocks = [k2, k1, k3, k4, k5, k6]
     c = only(diff_harnesses(livecommerce, b), "reordered")
-    assert _move_words(c) in (f"moved up: now first (position 2 → 1)", f"moved down: now after {k2.key} (position 1 → 2)")
+    assert _move_words(c) in (
+        "moved up: now first (position 2 → 1)",
+        f"moved down: now after {k2.key} (position 1 → 2)",
+    )
 
 
 def test_a_move_that_keeps_its_number_is_not_shown_as_from_n_to_n():
@@ -156,7 +159,9 @@ def test_a_rule_edit_carries_a_word_level_diff(livecommerce):
 
 
 def test_word_diff_keeps_unchanged_words_and_marks_the_rest():
-    spans = word_diff("Avoid words like best or perfect.", "Avoid absolute words such as best, safest, perfect or guaranteed.")
+    spans = word_diff(
+        "Avoid words like best or perfect.", "Avoid absolute words such as best, safest, perfect or guaranteed."
+    )
     deleted = "".join(w.text for w in spans if w.op == "-")
     inserted = "".join(w.text for w in spans if w.op == "+")
     kept = "".join(w.text for w in spans if w.op == "=")
@@ -229,8 +234,15 @@ def _params(tool_parameters_change, livecommerce):
         (lambda p: p["properties"]["query"].update(maxLength=40), "constraint_tightened", True),
     ],
     ids=[
-        "optional-made-required", "required-added", "removed", "type", "enum-narrowed", "enum-widened",
-        "optional-added", "description", "bound-added",
+        "optional-made-required",
+        "required-added",
+        "removed",
+        "type",
+        "enum-narrowed",
+        "enum-widened",
+        "optional-added",
+        "description",
+        "bound-added",
     ],
 )
 def test_tool_parameter_changes_are_classed_breaking_or_not(livecommerce, edit, kind, breaking):
@@ -245,7 +257,10 @@ def test_tool_parameter_changes_are_classed_breaking_or_not(livecommerce, edit, 
 
 def test_nested_parameter_changes_are_addressed_by_path():
     a = {"type": "object", "properties": {"address": {"type": "object", "properties": {"zip": {"type": "string"}}}}}
-    b = {"type": "object", "properties": {"address": {"type": "object", "properties": {"zip": {"type": "integer"}}, "required": ["zip"]}}}
+    b = {
+        "type": "object",
+        "properties": {"address": {"type": "object", "properties": {"zip": {"type": "integer"}}, "required": ["zip"]}},
+    }
     found = {(p.parameter, p.kind, p.breaking) for p in compare_parameters(a, b)}
     assert found == {("address.zip", "type_changed", True), ("address.zip", "became_required", True)}
 
@@ -284,7 +299,9 @@ def test_json_shape_is_one_object_with_from_to_changes_bump(livecommerce):
     for change in data["changes"]:
         assert {"kind", "element", "key", "from", "to"} <= set(change)
     assert {(c["kind"], c["element"], c["key"]) for c in data["changes"]} == {
-        ("renamed", "tool", "order_status"), ("added", "rule", "no_before_after"), ("added", "skill", "giveaway"),
+        ("renamed", "tool", "order_status"),
+        ("added", "rule", "no_before_after"),
+        ("added", "skill", "giveaway"),
     }
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from harnessctl.harness import load_harness, render_harness
 
 from .harness_support import LIVECOMMERCE, copy_harness, edit, run_cli, sim_backends, snapshot  # noqa: F401
@@ -105,9 +106,14 @@ def test_init_creates_a_valid_commented_starter_that_renders(tmp_path, sim_backe
     assert "created harness my-shop" in result.stdout
     files = sorted(str(p.relative_to(target)) for p in target.rglob("*.yaml"))
     assert files == [
-        "harness.yaml", "hooks.yaml", "prompt.yaml",
-        "skills/greeting.yaml", "skills/order_help.yaml", "skills/product_question.yaml",
-        "tools/order_status.yaml", "tools/product_details.yaml",
+        "harness.yaml",
+        "hooks.yaml",
+        "prompt.yaml",
+        "skills/greeting.yaml",
+        "skills/order_help.yaml",
+        "skills/product_question.yaml",
+        "tools/order_status.yaml",
+        "tools/product_details.yaml",
     ]
     for f in ("harness.yaml", "prompt.yaml", "hooks.yaml", "skills/greeting.yaml", "tools/product_details.yaml"):
         assert (target / f).read_text().startswith("#"), f"{f} explains itself in comments"

@@ -95,7 +95,10 @@ def test_reordered_blocks_move_whole_and_comments_stay(repo, sim_backends):
 def test_a_rewritten_block_keeps_its_folded_style(repo, sim_backends):
     root = repo / "harnesses" / "livecommerce"
     h = load_harness(root)
-    h.prompt.blocks[1] = PromptBlock("grounding", "Quote prices, stock and dates only from a tool result in this conversation; never guess a number or a date.")
+    h.prompt.blocks[1] = PromptBlock(
+        "grounding",
+        "Quote prices, stock and dates only from a tool result in this conversation; never guess a number or a date.",
+    )
     save_harness(h, root, base=root)
     text = (root / "prompt.yaml").read_text()
     assert "  - key: grounding\n    text: >-\n      Quote prices" in text
@@ -106,7 +109,9 @@ def test_a_removed_skill_loses_its_file_and_an_added_one_gets_its_own(repo, sim_
     root = repo / "harnesses" / "livecommerce"
     h = load_harness(root)
     h.skills = [s for s in h.skills if s.key != "flash_sale"]
-    h.skills.append(Skill("wishlist", "save_for_later", "keep a product for a viewer", [Rule("ask", "Ask which size.")], []))
+    h.skills.append(
+        Skill("wishlist", "save_for_later", "keep a product for a viewer", [Rule("ask", "Ask which size.")], [])
+    )
     save_harness(h, root, base=root)
     assert not (root / "skills" / "flash_sale.yaml").exists()
     assert (root / "skills" / "wishlist.yaml").read_text().startswith("key: wishlist\nname: save_for_later\n")
@@ -198,8 +203,14 @@ def test_an_order_list_must_name_every_skill_once_and_only_skills_that_exist(tmp
     issues = {(i.message, i.hint) for i in validate_harness_dir(root)}
     assert issues == {
         ("order.skills names unknown skill 'greetings'", "did you mean 'greeting'?"),
-        ("order.skills does not list skill 'greeting' (skills/greeting.yaml)", "add greeting where it should appear, or remove order.skills to use file-name order"),
-        ("order.skills does not list skill 'complaint' (skills/complaint.yaml)", "add complaint where it should appear, or remove order.skills to use file-name order"),
+        (
+            "order.skills does not list skill 'greeting' (skills/greeting.yaml)",
+            "add greeting where it should appear, or remove order.skills to use file-name order",
+        ),
+        (
+            "order.skills does not list skill 'complaint' (skills/complaint.yaml)",
+            "add complaint where it should appear, or remove order.skills to use file-name order",
+        ),
     }
     assert all(i.file == "harness.yaml" and i.line for i in validate_harness_dir(root))
 

@@ -150,8 +150,17 @@ def test_show_prints_a_readable_tree(history_repo):
     assert result.exit_code == 0
     out = result.stdout
     assert out.startswith("livecommerce v2 · commit ")
-    for expected in ("prompt blocks (6)", "constraints (5)", "skills (11)", "tools (8)", "hooks",
-                     "flash_deal", "order_status “where_is_my_order”", "order_id*: string", "max_reply_chars = 120"):
+    for expected in (
+        "prompt blocks (6)",
+        "constraints (5)",
+        "skills (11)",
+        "tools (8)",
+        "hooks",
+        "flash_deal",
+        "order_status “where_is_my_order”",
+        "order_id*: string",
+        "max_reply_chars = 120",
+    ):
         assert expected in out, expected
 
 
@@ -165,7 +174,20 @@ def test_diff_of_two_versions_explains_the_change_and_exits_1(history_repo):
     assert (d["from"], d["to"], d["bump"]) == ("v1", "v3", "minor")
     found = {(c["kind"], c["element"], c["key"], json.dumps(c["from"]), json.dumps(c["to"])) for c in d["changes"]}
     assert found == {
-        ("added", "skill", "flash_deal", "null", json.dumps({"name": "flash_deal", "description": "announce a ten-minute deal on the product on screen", "rules": ["price_and_end"], "tools": ["promotions"]})),
+        (
+            "added",
+            "skill",
+            "flash_deal",
+            "null",
+            json.dumps(
+                {
+                    "name": "flash_deal",
+                    "description": "announce a ten-minute deal on the product on screen",
+                    "rules": ["price_and_end"],
+                    "tools": ["promotions"],
+                }
+            ),
+        ),
         ("renamed", "tool", "order_status", '"track_order"', '"where_is_my_order"'),
         ("changed", "constraint", "max_reply_chars", "120", "100"),
         ("reordered", "prompt_block", "escalation", "6", "2"),
@@ -189,12 +211,19 @@ def test_diff_reads_like_a_reviewed_change(history_repo):
     assert "~ tool order_status  renamed track_order → where_is_my_order" in text
     assert "~ constraint max_reply_chars  value 120 → 100" in text
     assert "↕ block escalation  moved up: now after persona (position 6 → 2)" in text
-    assert [s for s in ("Skills", "Tools", "Prompt", "Constraints") if s in lines] == ["Skills", "Tools", "Prompt", "Constraints"]
+    assert [s for s in ("Skills", "Tools", "Prompt", "Constraints") if s in lines] == [
+        "Skills",
+        "Tools",
+        "Prompt",
+        "Constraints",
+    ]
 
 
 def test_diff_shows_word_level_rule_edits(shop):
     h = shop / HARNESS
-    edit(h / "skills" / "compliance.yaml", "best, safest, perfect or guaranteed", "best, safest, flawless or guaranteed")
+    edit(
+        h / "skills" / "compliance.yaml", "best, safest, perfect or guaranteed", "best, safest, flawless or guaranteed"
+    )
     result = run("diff", "v3", str(h), "-H", str(h))
     assert result.exit_code == 1
     assert "~ rule compliance.no_absolutes  reworded  [minor]" in result.stdout
@@ -270,7 +299,9 @@ def test_a_harness_file_given_as_the_harness_points_at_its_folder(history_repo, 
     h = history_repo / HARNESS
     result = run(*command, "-H", str(h / "prompt.yaml"))
     assert result.exit_code == 2
-    assert f"{h / 'prompt.yaml'}: is a file, not a harness folder — pass the folder that holds it: -H {h}" in result.stderr
+    assert (
+        f"{h / 'prompt.yaml'}: is a file, not a harness folder — pass the folder that holds it: -H {h}" in result.stderr
+    )
 
 
 def test_log_of_a_harness_never_committed_says_what_to_do(tmp_path, livecommerce_path):
@@ -312,7 +343,10 @@ def test_tag_commits_a_one_line_version_change_and_an_annotated_tag(shop):
     assert head.message.strip() == "livecommerce v4: 90 chars for the new overlay"
     assert list(head.stats.files) == [f"{HARNESS}/harness.yaml"]
     patch = repo.git.diff("HEAD~1", "HEAD", "-U0")
-    assert [line for line in patch.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == ["-version: v3", "+version: v4"]
+    assert [line for line in patch.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-version: v3",
+        "+version: v4",
+    ]
     tag = repo.tags["v4"]
     assert tag.commit == head and tag.tag is not None and "90 chars" in tag.tag.message
     assert repo.git.diff("--cached", "--name-only") == "README.md"
@@ -341,7 +375,12 @@ def test_tag_refuses_uncommitted_changes_and_writes_nothing(shop, change):
     "file, old, new, problem",
     [
         ("tools/stock_check.yaml", "name: check_stock", "\tname: check_stock", "tools/stock_check.yaml:2"),  # not YAML
-        ("skills/compliance.yaml", "tools: [product_details]", "tools: [product_detials]", "unknown tool key 'product_detials'"),
+        (
+            "skills/compliance.yaml",
+            "tools: [product_details]",
+            "tools: [product_detials]",
+            "unknown tool key 'product_detials'",
+        ),
     ],
     ids=["malformed-yaml", "unknown-tool-reference"],
 )
@@ -360,7 +399,11 @@ def test_tag_refuses_an_invalid_harness_and_writes_nothing(shop, file, old, new,
 
 @pytest.mark.parametrize(
     "version, message",
-    [("v2", "version v2 already exists"), ("latest", "'latest' is not a version name"), ("v4.1", "'v4.1' is not a version name")],
+    [
+        ("v2", "version v2 already exists"),
+        ("latest", "'latest' is not a version name"),
+        ("v4.1", "'v4.1' is not a version name"),
+    ],
 )
 def test_tag_refuses_an_existing_version_or_a_bad_name(shop, version, message):
     before = state(shop)

@@ -21,8 +21,14 @@ def weak_run(tmp_path_factory: pytest.TempPathFactory):
 
     runs = tmp_path_factory.mktemp("weak-runs")
     return evaluate_items(
-        standard_items(["livestream", "robustness"], EVALS, limit=30), model="short-rule-span", backend=ShortRuleSpanModel(),
-        harness_path=LIVECOMMERCE, runs_dir=runs, run_id="weak", cache=False, evals_dir=EVALS,
+        standard_items(["livestream", "robustness"], EVALS, limit=30),
+        model="short-rule-span",
+        backend=ShortRuleSpanModel(),
+        harness_path=LIVECOMMERCE,
+        runs_dir=runs,
+        run_id="weak",
+        cache=False,
+        evals_dir=EVALS,
     )
 
 

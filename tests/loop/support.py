@@ -81,8 +81,12 @@ def hc(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.
     from tests.conftest import REPO_ROOT
 
     return subprocess.run(
-        [sys.executable, "-m", "harnessctl.cli.main", *args], check=False, capture_output=True, text=True,
-        cwd=cwd or REPO_ROOT, timeout=timeout,
+        [sys.executable, "-m", "harnessctl.cli.main", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO_ROOT,
+        timeout=timeout,
     )
 
 
@@ -123,13 +127,31 @@ class StreamingStub:
                 stub.requests.append(body)
                 base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "stub")}
                 if body.get("stream") and stub.refuse_stream:
-                    self._json(400, {"error": {"message": "streaming is not supported; send stream=false", "code": 400}})
+                    self._json(
+                        400, {"error": {"message": "streaming is not supported; send stream=false", "code": 400}}
+                    )
                     return
                 time.sleep(stub.first_s)
                 if not body.get("stream"):
-                    self._json(200, {**base, "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": "hi " * stub.tokens}, "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": stub.tokens, "total_tokens": 10 + stub.tokens}})
+                    self._json(
+                        200,
+                        {
+                            **base,
+                            "object": "chat.completion",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": "hi " * stub.tokens},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": 10,
+                                "completion_tokens": stub.tokens,
+                                "total_tokens": 10 + stub.tokens,
+                            },
+                        },
+                    )
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -143,9 +165,26 @@ class StreamingStub:
                 for i in range(stub.tokens):
                     if i:
                         time.sleep(stub.gap_s)
-                    send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi "}, "finish_reason": None}]})
+                    send(
+                        {
+                            **base,
+                            "choices": [
+                                {"index": 0, "delta": {"role": "assistant", "content": "hi "}, "finish_reason": None}
+                            ],
+                        }
+                    )
                 send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-                send({**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": stub.tokens, "total_tokens": 10 + stub.tokens}})
+                send(
+                    {
+                        **base,
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": 10,
+                            "completion_tokens": stub.tokens,
+                            "total_tokens": 10 + stub.tokens,
+                        },
+                    }
+                )
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
                 self.close_connection = True

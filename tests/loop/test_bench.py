@@ -36,7 +36,9 @@ def test_requests_are_first_turns_of_the_agent_under_the_harness(requests):
 
 def test_a_streaming_server_gives_time_to_first_token_and_decode_speed(requests):
     with StreamingStub(first_s=0.05, tokens=10, gap_s=0.01) as stub:
-        r = bench_latency("openai/stub", api_base=stub.url, concurrency=[1, 2], requests=requests, per_level=3, budget_s=15.0)
+        r = bench_latency(
+            "openai/stub", api_base=stub.url, concurrency=[1, 2], requests=requests, per_level=3, budget_s=15.0
+        )
     assert [lv.concurrency for lv in r.levels] == [1, 2] and all(lv.n == 3 and lv.errors == 0 for lv in r.levels)
     lv = r.levels[0]
     assert lv.streamed and 0.04 <= lv.ttft_p50 <= lv.p50 and lv.p50 <= lv.p95 <= lv.p99
@@ -47,7 +49,9 @@ def test_a_streaming_server_gives_time_to_first_token_and_decode_speed(requests)
 
 def test_a_server_that_does_not_stream_is_measured_without_it(requests):
     with StreamingStub(first_s=0.0, tokens=4, refuse_stream=True) as stub:
-        r = bench_latency("openai/stub", api_base=stub.url, concurrency=[2], requests=requests, per_level=4, budget_s=0.000001)
+        r = bench_latency(
+            "openai/stub", api_base=stub.url, concurrency=[2], requests=requests, per_level=4, budget_s=0.000001
+        )
     lv = r.levels[0]
     assert not lv.streamed and lv.ttft_p50 is None and lv.errors == 0 and "does not stream" in r.note
     assert lv.over_budget == 1.0  # every reply is over a budget of a microsecond
@@ -61,11 +65,31 @@ def test_the_bench_cli_on_the_served_tiny_model_reports_ttft_and_tokens_per_s_an
     from harnessctl.cli.main import app
     from harnessctl.models.local import LocalModel
 
-    common = ["bench", "latency", "--model", "openai/tiny", "-n", "2", "--max-tokens", "8", "-H", str(LIVECOMMERCE), "--evals-dir", str(EVALS)]
+    common = [
+        "bench",
+        "latency",
+        "--model",
+        "openai/tiny",
+        "-n",
+        "2",
+        "--max-tokens",
+        "8",
+        # sampled with a seed: an untrained model's greedy text can be only whitespace, which nothing streams
+        "--temperature",
+        "1",
+        "--seed",
+        "0",
+        "-H",
+        str(LIVECOMMERCE),
+        "--evals-dir",
+        str(EVALS),
+    ]
     url, stop = serve_in_background(LocalModel(f"local:{tiny_model_path}"), model_name="tiny")
     try:
         runner = CliRunner()
-        ok = runner.invoke(app, [*common, "--api-base", url, "-c", "1,2", "--html", str(tmp_path / "bench.html"), "--json"])
+        ok = runner.invoke(
+            app, [*common, "--api-base", url, "-c", "1,2", "--html", str(tmp_path / "bench.html"), "--json"]
+        )
         missed = runner.invoke(app, [*common, "--api-base", url, "-c", "1", "--latency-budget", "1ms"])
     finally:
         stop()
@@ -81,7 +105,9 @@ def test_the_bench_cli_on_the_served_tiny_model_reports_ttft_and_tokens_per_s_an
     assert "does not stream" not in missed.output
 
 
-@pytest.mark.parametrize("text, error", [("1,x", "positive integers"), ("0", "positive integers"), ("", "at least one value")])
+@pytest.mark.parametrize(
+    "text, error", [("1,x", "positive integers"), ("0", "positive integers"), ("", "at least one value")]
+)
 def test_bad_concurrency_is_refused(text, error):
     with pytest.raises(ValueError, match=error):
         parse_concurrency(text)
@@ -98,7 +124,10 @@ def test_vllm_command_lines_with_and_without_speculative_decoding():
     assert "--enable-auto-tool-choice" in plain and plain[plain.index("--tool-call-parser") + 1] == "hermes"
     assert plain[plain.index("--served-model-name") + 1] == "live" and "--speculative-config" not in plain
     mtp = vllm_serve_command("local:ckpt/sft", speculative="mtp", num_speculative_tokens=2)
-    assert mtp[2] == "ckpt/sft" and json.loads(mtp[mtp.index("--speculative-config") + 1]) == {"method": "mtp", "num_speculative_tokens": 2}
+    assert mtp[2] == "ckpt/sft" and json.loads(mtp[mtp.index("--speculative-config") + 1]) == {
+        "method": "mtp",
+        "num_speculative_tokens": 2,
+    }
     ngram = vllm_serve_command("ckpt", speculative="ngram", num_speculative_tokens=4)
     assert json.loads(ngram[ngram.index("--speculative-config") + 1])["method"] == "ngram"
     with pytest.raises(ValueError, match="unknown speculative method"):
@@ -107,11 +136,18 @@ def test_vllm_command_lines_with_and_without_speculative_decoding():
 
 def _bench(*levels: tuple[int, float | None]) -> LatencyBench:
     nan = float("nan")
-    return LatencyBench("m", None, 15.0, 64, levels=[
-        Level(c, 4, 0, 1.0, 1.0, 1.0, 0.1, 0.1, tps, 0.0, 1.0, True, 4.0) if tps is not None
-        else Level(c, 4, 4, nan, nan, nan, None, None, None, 1.0, 0.0, False, 4.0)
-        for c, tps in levels
-    ])
+    return LatencyBench(
+        "m",
+        None,
+        15.0,
+        64,
+        levels=[
+            Level(c, 4, 0, 1.0, 1.0, 1.0, 0.1, 0.1, tps, 0.0, 1.0, True, 4.0)
+            if tps is not None
+            else Level(c, 4, 4, nan, nan, nan, None, None, None, 1.0, 0.0, False, 4.0)
+            for c, tps in levels
+        ],
+    )
 
 
 def test_speedup_is_the_ratio_of_decode_speeds_per_concurrency():

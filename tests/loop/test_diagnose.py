@@ -21,8 +21,17 @@ def _case(**expect) -> Case:
 def test_plain_failures_get_a_component_and_an_element_derived_from_the_case_and_the_harness():
     h = load_harness(LIVECOMMERCE)
     case = _case(skill="price_promo", calls=[ExpectedCall("promotions")], fact_sources={"SAVE10": "promotions@P001"})
-    result = {"failures": ["missing_call:promotions", "missing_fact:SAVE10", "wrong_skill:compliance", "over_length",
-                           "gave_up_early:stock_check", "budget_exhausted:max_turns"], "record": {}}
+    result = {
+        "failures": [
+            "missing_call:promotions",
+            "missing_fact:SAVE10",
+            "wrong_skill:compliance",
+            "over_length",
+            "gave_up_early:stock_check",
+            "budget_exhausted:max_turns",
+        ],
+        "record": {},
+    }
     got = [(i.kind, i.component, i.element, i.other) for i in failure_items(result, case, h)]
     assert got == [
         ("missing_call", "tool_rationality", "rule:price_promo.check_deals", None),  # the rule that asks for the call
@@ -35,11 +44,19 @@ def test_plain_failures_get_a_component_and_an_element_derived_from_the_case_and
 
 
 def test_structured_failures_from_the_scorer_are_used_as_given():
-    result = {"failures": [
-        {"kind": "missing_call", "component": "tool_rationality", "element": "tool:promotions", "detail": "promotions"},
-        {"kind": "late_skill", "component": "skill_selection", "element": {"kind": "skill", "key": "price_promo"}},
-        {"kind": "over_length"},  # no element: derived as for a plain failure
-    ], "record": {}}
+    result = {
+        "failures": [
+            {
+                "kind": "missing_call",
+                "component": "tool_rationality",
+                "element": "tool:promotions",
+                "detail": "promotions",
+            },
+            {"kind": "late_skill", "component": "skill_selection", "element": {"kind": "skill", "key": "price_promo"}},
+            {"kind": "over_length"},  # no element: derived as for a plain failure
+        ],
+        "record": {},
+    }
     items = failure_items(result, None)
     assert [(i.kind, i.component, i.element) for i in items] == [
         ("missing_call", "tool_rationality", "tool:promotions"),
@@ -66,7 +83,8 @@ def test_clusters_are_ranked_by_cases_times_score_lost():
     ]
     d = diagnose_results(results)
     assert [(c.element, c.cases, round(c.impact, 2)) for c in d.clusters] == [
-        ("constraint:max_reply_chars", 2, 1.1), ("tool:promotions", 1, 0.8),  # a case counts once per cluster
+        ("constraint:max_reply_chars", 2, 1.1),
+        ("tool:promotions", 1, 0.8),  # a case counts once per cluster
     ]
     assert d.n_failed == 3 and d.failed == [("livestream", "a"), ("livestream", "b"), ("livestream", "c")]
 
@@ -100,10 +118,12 @@ def test_report_cli_includes_the_diagnosis_section_ranked_by_impact_with_example
     html = target.read_text(encoding="utf-8")
     assert f"<h2>Diagnosis — {d.n_failed} of {d.n_results} cases failed</h2>" in html
     assert html.index("<h2>Diagnosis") < html.index("<h2>Cases</h2>")
-    section = html[html.index("<h2>Diagnosis"):html.index("<h2>Cases</h2>")]
+    section = html[html.index("<h2>Diagnosis") : html.index("<h2>Cases</h2>")]
     # the cluster table lists the clusters in impact order, each with its examples below
-    rows = [section.index(f"<code>{c.element}</code></td><td class=num>{c.cases}</td><td class=num>{c.impact:.2f}</td>")
-            for c in d.clusters[:3]]
+    rows = [
+        section.index(f"<code>{c.element}</code></td><td class=num>{c.cases}</td><td class=num>{c.impact:.2f}</td>")
+        for c in d.clusters[:3]
+    ]
     assert rows == sorted(rows)
     top = d.clusters[0]
     assert f"#1 {top.kind} · {top.element} — {top.cases} cases" in section

@@ -34,23 +34,36 @@ def test_operations_set_fields_and_move_elements_on_a_copy(livecommerce):
     assert livecommerce.hooks.retry.max_attempts == 2  # the original is untouched
 
 
-@pytest.mark.parametrize("op, message", [
-    ({"op": "set", "element": "tool", "key": "nope", "field": "name", "value": "x"}, "no tool with key 'nope'"),
-    ({"op": "set", "element": "tool", "key": "promotions", "field": "backend", "value": "x"}, "field 'backend' cannot be set"),
-    ({"op": "set", "element": "constraint", "key": "max_reply_chars", "field": "value", "value": 999}, "outside its range 60..200"),
-    ({"op": "move", "element": "prompt_block", "key": "persona", "to": 99}, "position must be 1..6"),
-    ({"op": "delete", "element": "tool", "key": "promotions"}, "unknown op 'delete'"),
-])
+@pytest.mark.parametrize(
+    "op, message",
+    [
+        ({"op": "set", "element": "tool", "key": "nope", "field": "name", "value": "x"}, "no tool with key 'nope'"),
+        (
+            {"op": "set", "element": "tool", "key": "promotions", "field": "backend", "value": "x"},
+            "field 'backend' cannot be set",
+        ),
+        (
+            {"op": "set", "element": "constraint", "key": "max_reply_chars", "field": "value", "value": 999},
+            "outside its range 60..200",
+        ),
+        ({"op": "move", "element": "prompt_block", "key": "persona", "to": 99}, "position must be 1..6"),
+        ({"op": "delete", "element": "tool", "key": "promotions"}, "unknown op 'delete'"),
+    ],
+)
 def test_an_operation_that_does_not_apply_says_why(livecommerce, op, message):
     with pytest.raises(EditError, match=message):
         apply_edit(livecommerce, [op])
 
 
 def test_a_proposal_that_would_leave_an_invalid_harness_is_never_offered(livecommerce):
-    bad = Proposal("x", "t", "r", [], [{"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": 30}])
+    bad = Proposal(
+        "x", "t", "r", [], [{"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": 30}]
+    )
     check_proposal(bad, livecommerce, LIVECOMMERCE)
     assert not bad.valid and "max_attempts" in bad.issues[0] and "hooks.yaml" in bad.issues[0]
-    good = Proposal("y", "t", "r", [], [{"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": 3}])
+    good = Proposal(
+        "y", "t", "r", [], [{"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": 3}]
+    )
     check_proposal(good, livecommerce, LIVECOMMERCE)
     assert good.valid and good.diff["changes"][0]["key"] == "retry"
 
@@ -60,7 +73,9 @@ def _failed(case_id: str, failures: list[str], score: float = 0.2, record: dict 
 
 
 def test_rule_two_confused_skills_get_sharper_descriptions(livecommerce):
-    cases = {("livestream", f"c{i}"): Case(f"c{i}", "price", "q", expect=Expectation(skill="price_promo")) for i in range(3)}
+    cases = {
+        ("livestream", f"c{i}"): Case(f"c{i}", "price", "q", expect=Expectation(skill="price_promo")) for i in range(3)
+    }
     d = diagnose_results([_failed(f"c{i}", ["wrong_skill:flash_sale"]) for i in range(3)], cases=cases)
     p = propose_rules(d, livecommerce, harness_dir=LIVECOMMERCE)[0]
     assert p.targets == ["skill:price_promo", "skill:flash_sale"] and p.valid
@@ -87,11 +102,20 @@ def test_rule_a_business_limit_is_never_raised_its_block_moves_up(livecommerce):
 
 
 def test_rule_a_retry_policy_that_gives_up_before_the_faults_clear(livecommerce):
-    case = Case("c1", "stock", "q", expect=Expectation(skill="stock_size", calls=[ExpectedCall("stock_check")]),
-                faults={"stock_check": ["timeout", "timeout", "ok"]})
-    record = {"retry": {"max_attempts": 2}, "tool_steps": [
-        {"key": "stock_check", "ok": False, "error": "timeout", "attempt": 1},
-        {"key": "stock_check", "ok": False, "error": "timeout", "attempt": 2}]}
+    case = Case(
+        "c1",
+        "stock",
+        "q",
+        expect=Expectation(skill="stock_size", calls=[ExpectedCall("stock_check")]),
+        faults={"stock_check": ["timeout", "timeout", "ok"]},
+    )
+    record = {
+        "retry": {"max_attempts": 2},
+        "tool_steps": [
+            {"key": "stock_check", "ok": False, "error": "timeout", "attempt": 1},
+            {"key": "stock_check", "ok": False, "error": "timeout", "attempt": 2},
+        ],
+    }
     d = diagnose_results([_failed("c1", ["missing_fact:in stock"], record=record)], cases={("livestream", "c1"): case})
     p = next(p for p in propose_rules(d, livecommerce, harness_dir=LIVECOMMERCE) if p.targets == ["hook:retry"])
     assert {"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": 3} in p.ops
@@ -108,12 +132,22 @@ def test_rule_a_rule_never_followed_is_reworded_and_moved_first(weak_run):
 
 
 def test_an_llm_proposer_is_asked_through_litellm_and_its_invalid_edits_are_rejected(weak_run):
-    answer = {"proposals": [
-        {"title": "hand off first", "rationale": "missed hand-offs", "targets": ["rule:complaint.hand_off"],
-         "ops": [{"op": "move", "element": "rule", "parent": "complaint", "key": "hand_off", "to": 1}]},
-        {"title": "too many retries", "rationale": "x", "targets": ["hook:retry"],
-         "ops": [{"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": 99}]},
-    ]}
+    answer = {
+        "proposals": [
+            {
+                "title": "hand off first",
+                "rationale": "missed hand-offs",
+                "targets": ["rule:complaint.hand_off"],
+                "ops": [{"op": "move", "element": "rule", "parent": "complaint", "key": "hand_off", "to": 1}],
+            },
+            {
+                "title": "too many retries",
+                "rationale": "x",
+                "targets": ["hook:retry"],
+                "ops": [{"op": "set", "element": "hook", "key": "retry", "field": "max_attempts", "value": 99}],
+            },
+        ]
+    }
     seen = []
 
     def reply(messages, tools):
@@ -123,7 +157,9 @@ def test_an_llm_proposer_is_asked_through_litellm_and_its_invalid_edits_are_reje
     url, stop = serve_in_background(ScriptedModel([reply], name="proposer", repeat_last=True), model_name="proposer")
     try:
         h = load_harness(LIVECOMMERCE)
-        valid, rejected = propose_llm(diagnose_run(weak_run.store.root, harness=h), h, "openai/proposer", harness_dir=LIVECOMMERCE, api_base=url)
+        valid, rejected = propose_llm(
+            diagnose_run(weak_run.store.root, harness=h), h, "openai/proposer", harness_dir=LIVECOMMERCE, api_base=url
+        )
     finally:
         stop()
     assert [p.title for p in valid] == ["hand off first"] and valid[0].source == "llm:openai/proposer"

@@ -38,8 +38,14 @@ def test_a_slice_of_cases_under_its_own_suite_name_is_an_ordinary_run_and_errore
     live = standard_items(["livestream"], EVALS, limit=6)["livestream"]
     items = {"livestream": live[:3], "failing-slice": live[3:]}
     model = OutageModel({live[1].id, live[4].id})
-    common = {"model": "outage", "backend": model, "harness_path": LIVECOMMERCE, "runs_dir": tmp_path, "run_id": "slice",
-              "evals_dir": EVALS}
+    common = {
+        "model": "outage",
+        "backend": model,
+        "harness_path": LIVECOMMERCE,
+        "runs_dir": tmp_path,
+        "run_id": "slice",
+        "evals_dir": EVALS,
+    }
 
     first = evaluate_items(items, **common)
     assert first.ran == 6

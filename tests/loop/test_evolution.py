@@ -40,8 +40,14 @@ def test_every_changed_element_has_cases_and_untouched_ones_have_none(livecommer
     diff = diff_harnesses(livecommerce, cand)
     changed = {element_path(c) for c in diff.changes}
     assert changed == {
-        "tool:promotions", "skill:flash_sale", "rule:price_promo.check_deals", "rule:stock_size.no_guess",
-        "constraint:max_reply_chars", "prompt_block:compliance", "hook:retry", "guard:banned_phrases",
+        "tool:promotions",
+        "skill:flash_sale",
+        "rule:price_promo.check_deals",
+        "rule:stock_size.no_guess",
+        "constraint:max_reply_chars",
+        "prompt_block:compliance",
+        "hook:retry",
+        "guard:banned_phrases",
     }
     suite = build_evolution_suite(diff, pool, per_element=3, harness=cand)
     assert set(suite.coverage) == changed and suite.uncovered == {}

@@ -16,8 +16,18 @@ from .support import ShortRuleSpanModel, hc, run_cli
 
 
 def _config(tmp_path, **kw) -> LoopConfig:
-    return LoopConfig(**{"model": "short-rule-span", "harness_dir": str(LIVECOMMERCE), "budget": 3, "limit": 20, "cache": False,
-                         "evals_dir": str(EVALS), "loops_dir": str(tmp_path / "loops"), **kw})
+    return LoopConfig(
+        **{
+            "model": "short-rule-span",
+            "harness_dir": str(LIVECOMMERCE),
+            "budget": 3,
+            "limit": 20,
+            "cache": False,
+            "evals_dir": str(EVALS),
+            "loops_dir": str(tmp_path / "loops"),
+            **kw,
+        }
+    )
 
 
 def test_the_loop_keeps_edits_that_win_without_a_regression(tmp_path):
@@ -28,7 +38,9 @@ def test_the_loop_keeps_edits_that_win_without_a_regression(tmp_path):
         if row["kept"]:
             assert row["slice"]["score_after"] > row["slice"]["score_before"]
             assert all(row["after"][s] >= row["before"][s] - 1.0 for s in row["before"])
-    steps = [json.loads(line)["step"] for line in (tmp_path / "loops" / "l1" / "journal.jsonl").read_text().splitlines()]
+    steps = [
+        json.loads(line)["step"] for line in (tmp_path / "loops" / "l1" / "journal.jsonl").read_text().splitlines()
+    ]
     assert steps[0] == "baseline" and steps[-1] == "end" and len(steps) == len(set(steps))
     assert (tmp_path / "loops" / "l1" / "harness" / result.kept[0]["candidate"] / "harness.yaml").is_file()
 
@@ -39,12 +51,18 @@ def test_the_loop_resumes_after_an_interrupt_without_redoing_finished_steps(tmp_
     with pytest.raises(LoopInterrupted):
         run_loop(cfg, loop_id="r", backend=ShortRuleSpanModel(), stop_after=3)  # baseline, diagnose, propose
     journal = tmp_path / "loops" / "r" / "journal.jsonl"
-    assert [json.loads(x)["step"] for x in journal.read_text().splitlines()] == ["baseline", "r1.diagnose", "r1.propose"]
+    assert [json.loads(x)["step"] for x in journal.read_text().splitlines()] == [
+        "baseline",
+        "r1.diagnose",
+        "r1.propose",
+    ]
     baseline_records = (tmp_path / "loops" / "r" / "runs" / "baseline" / "records.jsonl").read_bytes()
     seen = []
     resumed = run_loop(cfg, loop_id="r", backend=ShortRuleSpanModel(), on_step=lambda name, data: seen.append(name))
     assert "baseline" not in seen and "r1.propose" not in seen and seen[0].startswith("c1.")
-    assert (tmp_path / "loops" / "r" / "runs" / "baseline" / "records.jsonl").read_bytes() == baseline_records  # not run again
+    assert (
+        tmp_path / "loops" / "r" / "runs" / "baseline" / "records.jsonl"
+    ).read_bytes() == baseline_records  # not run again
     assert resumed.final == whole.final and [r["proposal"] for r in resumed.rows] == [r["proposal"] for r in whole.rows]
     steps = [json.loads(x)["step"] for x in journal.read_text().splitlines()]
     assert len(steps) == len(set(steps))
@@ -68,9 +86,29 @@ def test_a_loop_resumed_with_other_settings_is_refused(tmp_path):
 
 
 def test_loop_cli_runs_the_tiny_model_in_process_and_resumes_a_finished_loop(tmp_path, tiny_model_path):
-    args = ["loop", "--model", f"local:{tiny_model_path}", "--budget", "1", "--suite", "livestream", "--limit", "2",
-            "--evals-dir", str(EVALS), "--loops-dir", str(tmp_path / "loops"), "--loop-id", "tiny", "-H", str(LIVECOMMERCE),
-            "--no-cache", "--max-tokens", "32", "--json"]
+    args = [
+        "loop",
+        "--model",
+        f"local:{tiny_model_path}",
+        "--budget",
+        "1",
+        "--suite",
+        "livestream",
+        "--limit",
+        "2",
+        "--evals-dir",
+        str(EVALS),
+        "--loops-dir",
+        str(tmp_path / "loops"),
+        "--loop-id",
+        "tiny",
+        "-H",
+        str(LIVECOMMERCE),
+        "--no-cache",
+        "--max-tokens",
+        "32",
+        "--json",
+    ]
     first = run_cli(*args)
     assert first.exit_code == 0, first.output
     data = json.loads(first.stdout)
@@ -90,10 +128,24 @@ def test_an_llm_proposers_edit_is_tried_first_and_kept_when_it_wins(tmp_path):
     from harnessctl.models.scripted import ScriptedModel
     from harnessctl.models.server import serve_in_background
 
-    answer = {"proposals": [{
-        "title": "returns rule first", "rationale": "the returns policy call is missed", "targets": ["rule:shipping_returns.returns_from_policy"],
-        "ops": [{"op": "move", "element": "rule", "parent": "shipping_returns", "key": "returns_from_policy", "to": 1}],
-    }]}
+    answer = {
+        "proposals": [
+            {
+                "title": "returns rule first",
+                "rationale": "the returns policy call is missed",
+                "targets": ["rule:shipping_returns.returns_from_policy"],
+                "ops": [
+                    {
+                        "op": "move",
+                        "element": "rule",
+                        "parent": "shipping_returns",
+                        "key": "returns_from_policy",
+                        "to": 1,
+                    }
+                ],
+            }
+        ]
+    }
     url, stop = serve_in_background(ScriptedModel([json.dumps(answer)], name="p", repeat_last=True), model_name="p")
     try:
         cfg = _config(tmp_path, budget=1, proposer="openai/p", proposer_api_base=url)

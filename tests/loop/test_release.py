@@ -22,7 +22,9 @@ from .support import ShortRuleSpanModel, git, harness_repo, run_cli
 def _state(repo: Path) -> dict[str, str]:
     """Everything a refused release must leave as it was."""
     return {
-        "refs": git(repo, "show-ref"), "head": git(repo, "rev-parse", "HEAD"), "status": git(repo, "status", "--porcelain"),
+        "refs": git(repo, "show-ref"),
+        "head": git(repo, "rev-parse", "HEAD"),
+        "status": git(repo, "status", "--porcelain"),
         "branch": git(repo, "rev-parse", "--abbrev-ref", "HEAD"),
     }
 
@@ -31,7 +33,9 @@ def _move_rule(folder: Path, skill: str, rule: str, to: int, repo: Path, message
     from harnessctl.loop.edits import apply_edit, write_candidate
 
     h = load_harness(folder)
-    write_candidate(apply_edit(h, [{"op": "move", "element": "rule", "parent": skill, "key": rule, "to": to}]), folder, folder)
+    write_candidate(
+        apply_edit(h, [{"op": "move", "element": "rule", "parent": skill, "key": rule, "to": to}]), folder, folder
+    )
     git(repo, "commit", "-qam", message)
 
 
@@ -45,8 +49,16 @@ def released_repo(tmp_path):
 
 
 def _gate(tmp_path: Path, **kw) -> GateConfig:
-    return GateConfig(**{"model": "short-rule-span", "runs_dir": str(tmp_path / "runs"), "evals_dir": str(EVALS), "cache": False,
-                         "limit": 10, **kw})
+    return GateConfig(
+        **{
+            "model": "short-rule-span",
+            "runs_dir": str(tmp_path / "runs"),
+            "evals_dir": str(EVALS),
+            "cache": False,
+            "limit": 10,
+            **kw,
+        }
+    )
 
 
 def test_a_regressing_release_is_refused_and_changes_nothing(tmp_path, released_repo):
@@ -55,7 +67,9 @@ def test_a_regressing_release_is_refused_and_changes_nothing(tmp_path, released_
     # for the product card to third place makes it skip the call, so the price cases regress.
     _move_rule(released_repo, "price_promo", "live_price", 3, repo, "price rules reordered")
     before = _state(repo)
-    result = release(released_repo, "v2", gate=_gate(tmp_path), notes_dir=tmp_path / "notes", backend=ShortRuleSpanModel())
+    result = release(
+        released_repo, "v2", gate=_gate(tmp_path), notes_dir=tmp_path / "notes", backend=ShortRuleSpanModel()
+    )
     assert not result.passed
     assert any(r.startswith("regression on evolution") for r in result.reasons)
     assert "rule:price_promo.live_price" in result.evolution["coverage"]
@@ -68,16 +82,22 @@ def test_a_passing_release_tags_moves_the_pointer_and_writes_the_note(tmp_path, 
     repo = released_repo.parent.parent
     # The fix for the same model: the returns rule (third, so never read) moves first.
     _move_rule(released_repo, "shipping_returns", "returns_from_policy", 1, repo, "returns rule first")
-    result = release(released_repo, "v2", gate=_gate(tmp_path), notes_dir=tmp_path / "notes", backend=ShortRuleSpanModel())
+    result = release(
+        released_repo, "v2", gate=_gate(tmp_path), notes_dir=tmp_path / "notes", backend=ShortRuleSpanModel()
+    )
     assert result.passed, result.reasons
     assert result.production_label == "v1" and result.tag == "v2"
-    assert git(repo, "rev-parse", "refs/production/livecommerce").strip() == git(repo, "rev-parse", "v2^{commit}").strip()
+    assert (
+        git(repo, "rev-parse", "refs/production/livecommerce").strip() == git(repo, "rev-parse", "v2^{commit}").strip()
+    )
     assert result.latency["p95"] <= 15.0
     note = Path(result.note).read_text(encoding="utf-8")
     assert "returns_from_policy" in note and "| evolution |" in note and "P95" in note
     back = rollback(released_repo)
     assert back.to_label == "v1"
-    assert git(repo, "rev-parse", "refs/production/livecommerce").strip() == git(repo, "rev-parse", "v1^{commit}").strip()
+    assert (
+        git(repo, "rev-parse", "refs/production/livecommerce").strip() == git(repo, "rev-parse", "v1^{commit}").strip()
+    )
 
 
 def test_the_gate_evaluates_the_tiny_model_served_over_the_openai_api(tmp_path, released_repo, tiny_model_path):
@@ -87,8 +107,17 @@ def test_the_gate_evaluates_the_tiny_model_served_over_the_openai_api(tmp_path, 
     _move_rule(released_repo, "shipping_returns", "returns_from_policy", 1, repo, "returns rule first")
     url, stop = serve_in_background(LocalModel(f"local:{tiny_model_path}"), model_name="tiny")
     try:
-        gate = GateConfig(model="openai/tiny", api_base=url, suites=["livestream"], limit=1, per_element=1,
-                          runs_dir=str(tmp_path / "runs"), evals_dir=str(EVALS), cache=False, max_tokens=32)
+        gate = GateConfig(
+            model="openai/tiny",
+            api_base=url,
+            suites=["livestream"],
+            limit=1,
+            per_element=1,
+            runs_dir=str(tmp_path / "runs"),
+            evals_dir=str(EVALS),
+            cache=False,
+            max_tokens=32,
+        )
         result = release(released_repo, "v2", gate=gate, notes_dir=tmp_path / "notes")
     finally:
         stop()
@@ -102,8 +131,26 @@ def test_a_latency_budget_miss_is_refused_through_the_cli_with_exit_1(tmp_path, 
     repo = released_repo.parent.parent
     _move_rule(released_repo, "shipping_returns", "returns_from_policy", 1, repo, "returns rule first")
     before = _state(repo)
-    args = ["release", "v2", "--gate", "--model", "oracle", "-H", str(released_repo), "--limit", "2", "--per-element", "1",
-            "--evals-dir", str(EVALS), "--runs-dir", str(tmp_path / "runs"), "--notes-dir", str(tmp_path / "notes"), "--no-cache"]
+    args = [
+        "release",
+        "v2",
+        "--gate",
+        "--model",
+        "oracle",
+        "-H",
+        str(released_repo),
+        "--limit",
+        "2",
+        "--per-element",
+        "1",
+        "--evals-dir",
+        str(EVALS),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--notes-dir",
+        str(tmp_path / "notes"),
+        "--no-cache",
+    ]
     refused = run_cli(*args, "--latency-budget", "1ms", "--json")
     assert refused.exit_code == 1, refused.output
     assert any("over the 0.001s budget" in r for r in json.loads(refused.stdout)["reasons"])
@@ -116,13 +163,16 @@ def test_a_latency_budget_miss_is_refused_through_the_cli_with_exit_1(tmp_path, 
     assert "v2" in git(repo, "tag")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["release", "latest", "--no-gate"], "'latest' is not a version name"),
-    (["release", "v1", "--no-gate"], "version v1 already exists"),
-    (["release", "v2", "--gate"], "--gate needs --model"),
-    (["release", "v2", "--model", "oracle", "--latency-budget", "soon"], "--latency-budget: not a duration"),
-    (["rollback"], "no earlier position"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["release", "latest", "--no-gate"], "'latest' is not a version name"),
+        (["release", "v1", "--no-gate"], "version v1 already exists"),
+        (["release", "v2", "--gate"], "--gate needs --model"),
+        (["release", "v2", "--model", "oracle", "--latency-budget", "soon"], "--latency-budget: not a duration"),
+        (["rollback"], "no earlier position"),
+    ],
+)
 def test_bad_release_input_says_what_to_do_and_exits_2(tmp_path, released_repo, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
     proc = run_cli(*args, "-H", str(released_repo))

@@ -21,7 +21,9 @@ SMALL = ["--conversations", "20", "--hidden", "32", "--intermediate", "64", "--l
 
 def test_model_init_builds_a_loadable_model_and_reports_it(tmp_path, livecommerce_path):
     target = tmp_path / "tiny"
-    result = runner.invoke(app, ["model", "init", "--out", str(target), "-H", str(livecommerce_path), "--seed", "3", *SMALL, "--json"])
+    result = runner.invoke(
+        app, ["model", "init", "--out", str(target), "-H", str(livecommerce_path), "--seed", "3", *SMALL, "--json"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["path"] == str(target)
@@ -45,7 +47,10 @@ def test_model_init_refuses_to_overwrite_without_force(tmp_path, livecommerce_pa
 
 
 def test_model_init_rejects_a_bad_shape_with_the_fix(tmp_path, livecommerce_path):
-    result = runner.invoke(app, ["model", "init", "--out", str(tmp_path / "x"), "-H", str(livecommerce_path), "--hidden", "30", "--heads", "4"])
+    result = runner.invoke(
+        app,
+        ["model", "init", "--out", str(tmp_path / "x"), "-H", str(livecommerce_path), "--hidden", "30", "--heads", "4"],
+    )
     assert result.exit_code == 2
     assert "multiple of num_heads" in result.output
     assert "Traceback" not in result.output
@@ -76,7 +81,10 @@ def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "harnessctl.cli.main", "serve", str(tiny_model_path), "--port", "0", "--name", "tiny"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         url = None
@@ -99,13 +107,40 @@ def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path):
         # it streams: the latency bench measures time to first token and decode speed against it
         from tests.conftest import LIVECOMMERCE, REPO_ROOT
 
-        bench = runner.invoke(app, [
-            "bench", "latency", "--model", "openai/tiny", "--api-base", url, "-c", "1", "-n", "2", "--max-tokens", "8",
-            "-H", str(LIVECOMMERCE), "--evals-dir", str(REPO_ROOT / "evals"), "--json",
-        ])
+        bench = runner.invoke(
+            app,
+            [
+                "bench",
+                "latency",
+                "--model",
+                "openai/tiny",
+                "--api-base",
+                url,
+                "-c",
+                "1",
+                "-n",
+                "2",
+                "--max-tokens",
+                "8",
+                "--temperature",  # seeded sampling: the untrained model's greedy text can be only whitespace
+                "1",
+                "--seed",
+                "0",
+                "-H",
+                str(LIVECOMMERCE),
+                "--evals-dir",
+                str(REPO_ROOT / "evals"),
+                "--json",
+            ],
+        )
         assert bench.exit_code == 0, bench.output
         [level] = json.loads(bench.stdout)["levels"]
-        assert level["streamed"] and level["errors"] == 0 and 0 < level["ttft_p50"] <= level["p50"] and level["tokens_per_s"] > 0
+        assert (
+            level["streamed"]
+            and level["errors"] == 0
+            and 0 < level["ttft_p50"] <= level["p50"]
+            and level["tokens_per_s"] > 0
+        )
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -123,9 +158,17 @@ def test_serve_execs_vllm_with_the_hermes_parser_when_it_can_run(tiny_model_path
     monkeypatch.setattr(server, "vllm_available", lambda: True)
     monkeypatch.setattr(server, "exec_vllm", lambda spec, **kw: launched.update(spec=spec, **kw))
     monkeypatch.setenv("SERVE_KEY", "sk-serve")
-    result = runner.invoke(app, ["serve", str(tiny_model_path), "--port", "8011", "--name", "tiny", "--api-key-env", "SERVE_KEY"])
+    result = runner.invoke(
+        app, ["serve", str(tiny_model_path), "--port", "8011", "--name", "tiny", "--api-key-env", "SERVE_KEY"]
+    )
     assert result.exit_code == 0, result.output
-    assert launched == {"spec": f"local:{tiny_model_path}", "host": "127.0.0.1", "port": 8011, "served_name": "tiny", "api_key": "sk-serve"}
+    assert launched == {
+        "spec": f"local:{tiny_model_path}",
+        "host": "127.0.0.1",
+        "port": 8011,
+        "served_name": "tiny",
+        "api_key": "sk-serve",
+    }
     cmd = server.vllm_command(launched["spec"], host="127.0.0.1", port=8011, served_name="tiny")
     assert cmd[:3] == ["vllm", "serve", str(tiny_model_path)]
     assert "--enable-auto-tool-choice" in cmd and cmd[cmd.index("--tool-call-parser") + 1] == "hermes"

@@ -33,7 +33,9 @@ def test_environment_then_trained_then_shipped_then_oracle(tmp_path):
     assert default_model_source(environ=env, root=root, shipped=shipped) == ("openai/mia", "env")
 
 
-def test_run_without_a_model_uses_the_shipped_model_and_says_so(tiny_model_path, livecommerce_path, monkeypatch, tmp_path):
+def test_run_without_a_model_uses_the_shipped_model_and_says_so(
+    tiny_model_path, livecommerce_path, monkeypatch, tmp_path
+):
     monkeypatch.chdir(tmp_path)  # no user-trained default here
     monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
     monkeypatch.setattr(registry, "SHIPPED_MODEL_DIR", tiny_model_path)
@@ -49,4 +51,6 @@ def test_serve_without_a_model_and_nothing_to_serve_says_what_to_pass(monkeypatc
     monkeypatch.setattr(registry, "SHIPPED_MODEL_DIR", tmp_path / "none")
     result = runner.invoke(app, ["serve"])
     assert result.exit_code == 2
-    assert "cannot be served" in result.output and "no MODEL given" in result.output and "Traceback" not in result.output
+    assert (
+        "cannot be served" in result.output and "no MODEL given" in result.output and "Traceback" not in result.output
+    )

@@ -36,7 +36,9 @@ def test_a_model_built_by_model_init_serves_the_runtime_through_litellm(tiny_mod
     assert record.termination in (Termination.REPLY, Termination.MAX_TURNS, Termination.MAX_TOOL_CALLS)
     assert record.model_steps and all(s.error is None for s in record.model_steps)
     assert all(s.prompt_tokens > 500 and 1 <= s.completion_tokens <= 12 for s in record.model_steps)
-    assert record.messages[0]["role"] == "system" and record.tools == [t for t in record.tools if t["type"] == "function"]
+    assert record.messages[0]["role"] == "system" and record.tools == [
+        t for t in record.tools if t["type"] == "function"
+    ]
     breakdown = score_episode(record, case)
     assert 0.0 <= breakdown.total < 1.0
 
@@ -71,7 +73,9 @@ def test_a_server_returning_500s_is_recorded_not_raised(livecommerce):
     url, stop = serve_in_background(Broken(), model_name="broken")
     try:
         case = case_from_query("how much?", "P001", load_catalog())
-        record = run_episode(livecommerce, case, LiteLLMModel("openai/broken", api_base=url, max_retries=1, backoff_s=0.01))
+        record = run_episode(
+            livecommerce, case, LiteLLMModel("openai/broken", api_base=url, max_retries=1, backoff_s=0.01)
+        )
     finally:
         stop()
     assert record.termination == Termination.MODEL_ERROR
@@ -82,7 +86,21 @@ def test_a_server_returning_500s_is_recorded_not_raised(livecommerce):
 
 
 def test_run_with_the_oracle_prints_record_and_score_as_json(livecommerce_path):
-    result = runner.invoke(app, ["run", "--query", "how much is the one on screen?", "--product", "P001", "--model", "oracle", "-H", str(livecommerce_path), "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--query",
+            "how much is the one on screen?",
+            "--product",
+            "P001",
+            "--model",
+            "oracle",
+            "-H",
+            str(livecommerce_path),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert set(payload) == {"case", "record", "score"}
@@ -94,9 +112,21 @@ def test_run_with_the_oracle_prints_record_and_score_as_json(livecommerce_path):
 
 
 def test_run_shows_skill_calls_reply_score_and_latency(livecommerce_path):
-    result = runner.invoke(app, ["run", "-q", "is M still in stock?", "-p", "P021", "-m", "oracle", "-H", str(livecommerce_path)], env={"COLUMNS": "160"})
+    result = runner.invoke(
+        app,
+        ["run", "-q", "is M still in stock?", "-p", "P021", "-m", "oracle", "-H", str(livecommerce_path)],
+        env={"COLUMNS": "160"},
+    )
     assert result.exit_code == 0, result.output
-    for expected in ("skill loaded: stock_size", "check_stock (stock_check)", '"variant": "M"', "reply", "tool_rationality", "total", "latency"):
+    for expected in (
+        "skill loaded: stock_size",
+        "check_stock (stock_check)",
+        '"variant": "M"',
+        "reply",
+        "tool_rationality",
+        "total",
+        "latency",
+    ):
         assert expected in result.stdout, expected
 
 
@@ -105,7 +135,23 @@ def test_run_through_a_served_model(livecommerce_path, tiny_model_path):
 
     url, stop = serve_in_background(LocalModel(f"local:{tiny_model_path}"), model_name="tiny")
     try:
-        result = runner.invoke(app, ["run", "-q", "hi!", "-m", "openai/tiny", "--api-base", url, "--max-tokens", "8", "-H", str(livecommerce_path), "--json"])
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "-q",
+                "hi!",
+                "-m",
+                "openai/tiny",
+                "--api-base",
+                url,
+                "--max-tokens",
+                "8",
+                "-H",
+                str(livecommerce_path),
+                "--json",
+            ],
+        )
     finally:
         stop()
     assert result.exit_code == 0, result.output
@@ -117,7 +163,20 @@ def test_run_against_an_unreachable_server_says_so_and_exits_2(livecommerce_path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    result = runner.invoke(app, ["run", "-q", "hi", "-m", "openai/x", "--api-base", f"http://127.0.0.1:{port}/v1", "-H", str(livecommerce_path)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "-q",
+            "hi",
+            "-m",
+            "openai/x",
+            "--api-base",
+            f"http://127.0.0.1:{port}/v1",
+            "-H",
+            str(livecommerce_path),
+        ],
+    )
     assert result.exit_code == 2
     assert "failed" in result.output and "is the server at" in result.output
     assert "cannot connect" in result.output and "InternalServerError" not in result.output

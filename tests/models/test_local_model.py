@@ -31,7 +31,9 @@ def chat(livecommerce):
 def test_returns_token_ids_and_logprobs_for_trainers(tiny, chat):
     messages, tools = chat
     r = tiny.generate(messages, tools, GREEDY)
-    expected_prompt = tiny.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    expected_prompt = tiny.tokenizer.apply_chat_template(
+        messages, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+    )["input_ids"]
     assert r.prompt_token_ids == list(expected_prompt)
     assert r.prompt_tokens == len(r.prompt_token_ids)
     assert 1 <= len(r.completion_token_ids) <= GREEDY.max_tokens == 12
@@ -43,15 +45,41 @@ def test_returns_token_ids_and_logprobs_for_trainers(tiny, chat):
 
 def test_greedy_is_repeatable_and_sampling_follows_the_seed(tiny, chat):
     messages, tools = chat
-    assert tiny.generate(messages, tools, GREEDY).completion_token_ids == tiny.generate(messages, tools, GREEDY).completion_token_ids
+    assert (
+        tiny.generate(messages, tools, GREEDY).completion_token_ids
+        == tiny.generate(messages, tools, GREEDY).completion_token_ids
+    )
     hot = GenerationSettings(max_tokens=12, temperature=1.0, seed=5)
-    assert tiny.generate(messages, tools, hot).completion_token_ids == tiny.generate(messages, tools, hot).completion_token_ids
+    assert (
+        tiny.generate(messages, tools, hot).completion_token_ids
+        == tiny.generate(messages, tools, hot).completion_token_ids
+    )
 
 
 def test_tool_call_history_in_either_argument_form_renders_the_same(tiny):
     base = [{"role": "user", "content": "stock?"}]
-    as_text = base + [{"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "check_stock", "arguments": '{"product_id": "P1"}'}}]}]
-    as_obj = base + [{"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "check_stock", "arguments": {"product_id": "P1"}}}]}]
+    as_text = base + [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "check_stock", "arguments": '{"product_id": "P1"}'},
+                }
+            ],
+        }
+    ]
+    as_obj = base + [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "check_stock", "arguments": {"product_id": "P1"}}}
+            ],
+        }
+    ]
     assert tiny.prompt_ids(as_text, []) == tiny.prompt_ids(as_obj, [])
 
 
@@ -102,7 +130,8 @@ def test_the_tiny_model_streams_its_text_as_it_writes_it_and_the_stream_rebuilds
     from harnessctl.runtime.toolcall_text import parse_tool_calls
 
     messages, tools = chat
-    settings = GenerationSettings(max_tokens=24)
+    # sampled with a seed: an untrained model's greedy text can be only whitespace, which nothing streams
+    settings = GenerationSettings(max_tokens=24, temperature=1.0, seed=0)
     seen: list[str] = []
     direct = tiny.generate(messages, tools, settings, on_text=seen.append)
     # in process: the text grows a word at a time and ends as the reply
@@ -113,8 +142,16 @@ def test_the_tiny_model_streams_its_text_as_it_writes_it_and_the_stream_rebuilds
 
     async def stream() -> list:
         response = await litellm.acompletion(
-            model="openai/tiny", api_base=url, api_key="none", messages=messages, tools=tools, max_tokens=24,
-            temperature=0.0, stream=True, stream_options={"include_usage": True},
+            model="openai/tiny",
+            api_base=url,
+            api_key="none",
+            messages=messages,
+            tools=tools,
+            max_tokens=24,
+            temperature=1.0,
+            seed=0,
+            stream=True,
+            stream_options={"include_usage": True},
         )
         return [c async for c in response]
 

@@ -38,11 +38,18 @@ class FakeAnthropic:
 
             def do_POST(self):
                 fake.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                data = json.dumps({
-                    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",
-                    "content": [{"type": "text", "text": "It is $19.99 today."}], "stop_reason": "end_turn",
-                    "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 7},
-                }).encode()
+                data = json.dumps(
+                    {
+                        "id": "msg_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-3-5-haiku-20241022",
+                        "content": [{"type": "text", "text": "It is $19.99 today."}],
+                        "stop_reason": "end_turn",
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 12, "output_tokens": 7},
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -67,7 +74,9 @@ def fake_anthropic():
 
 def test_seed_is_not_sent_to_a_provider_that_refuses_it(fake_anthropic, monkeypatch, caplog):
     monkeypatch.setenv("HARNESSCTL_TEST_ANTHROPIC_KEY", "sk-ant-test-key-0001")
-    model = LiteLLMModel("anthropic/claude-3-5-haiku-20241022", api_base=fake_anthropic.url, api_key_env="HARNESSCTL_TEST_ANTHROPIC_KEY")
+    model = LiteLLMModel(
+        "anthropic/claude-3-5-haiku-20241022", api_base=fake_anthropic.url, api_key_env="HARNESSCTL_TEST_ANTHROPIC_KEY"
+    )
     settings = GenerationSettings(temperature=0.3, max_tokens=40, seed=7, timeout_s=10)
     with caplog.at_level(logging.WARNING, logger="harnessctl.models.litellm_backend"):
         first = model.generate(USER, [], settings)
@@ -82,7 +91,9 @@ def test_seed_is_not_sent_to_a_provider_that_refuses_it(fake_anthropic, monkeypa
 
 def test_an_openai_compatible_server_still_gets_the_seed(served_echo):
     server, seen = served_echo
-    LiteLLMModel("openai/demo", api_base=server.url).generate(USER, [], GenerationSettings(seed=11, max_tokens=8, timeout_s=10))
+    LiteLLMModel("openai/demo", api_base=server.url).generate(
+        USER, [], GenerationSettings(seed=11, max_tokens=8, timeout_s=10)
+    )
     assert seen[-1].seed == 11
 
 
@@ -99,7 +110,9 @@ def served_echo():
             from harnessctl.runtime.record import ModelResponse
 
             if settings.max_tokens == 40:
-                raise ContextLengthError("local:echo: prompt of 30 tokens + max_tokens 40 exceeds the model's 64 positions")
+                raise ContextLengthError(
+                    "local:echo: prompt of 30 tokens + max_tokens 40 exceeds the model's 64 positions"
+                )
             return ModelResponse(content="ok")
 
         def for_episode(self, case, harness):
@@ -154,8 +167,11 @@ def test_a_client_that_hangs_up_is_one_log_line_not_a_traceback(caplog):
     try:
         with caplog.at_level(logging.DEBUG, logger="harnessctl.models.server"):
             s = socket.create_connection((host, int(port)))
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            s.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # hang up with a reset
             s.close()
             deadline = time.monotonic() + 5
@@ -193,15 +209,20 @@ def test_a_client_that_hangs_up_mid_stream_is_one_log_line_and_the_server_serves
     try:
         with caplog.at_level(logging.DEBUG, logger="harnessctl.models.server"):
             s = socket.create_connection((host, int(port)))
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            s.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
             assert b"text/event-stream" in s.recv(4096)  # the stream has begun
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # hang up with a reset
             s.close()
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and not any("disconnected" in r.getMessage() for r in caplog.records):
                 time.sleep(0.05)
-        after = LiteLLMModel("openai/demo", api_base=server.url).generate(USER, [], GenerationSettings(max_tokens=8, timeout_s=10))
+        after = LiteLLMModel("openai/demo", api_base=server.url).generate(
+            USER, [], GenerationSettings(max_tokens=8, timeout_s=10)
+        )
     finally:
         server.stop()
     messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]

@@ -31,7 +31,11 @@ TOOLS = [
         "function": {
             "name": "get_product_details",
             "description": "show the product card",
-            "parameters": {"type": "object", "properties": {"product_id": {"type": "string"}}, "required": ["product_id"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"product_id": {"type": "string"}},
+                "required": ["product_id"],
+            },
         },
     }
 ]
@@ -72,7 +76,9 @@ def post(url: str, body, headers: dict | None = None) -> tuple[int, dict]:
 
 
 def test_tool_calls_come_back_as_tool_calls(served):
-    server = served(ScriptedModel(['<tool_call>{"name": "get_product_details", "arguments": {"product_id": "P012"}}</tool_call>']))
+    server = served(
+        ScriptedModel(['<tool_call>{"name": "get_product_details", "arguments": {"product_id": "P012"}}</tool_call>'])
+    )
     r = client(server).generate(USER, TOOLS, FAST)
     assert r.content == ""
     assert len(r.tool_calls) == 1
@@ -92,7 +98,9 @@ def test_plain_reply_and_usage(served):
 
 
 def test_unparsable_arguments_are_kept_raw(served):
-    bad = ModelResponse(tool_calls=[ToolCall(name="get_product_details", arguments=None, raw_arguments="{product_id: P012")])
+    bad = ModelResponse(
+        tool_calls=[ToolCall(name="get_product_details", arguments=None, raw_arguments="{product_id: P012")]
+    )
     r = client(served(ScriptedModel([bad]))).generate(USER, TOOLS, FAST)
     assert r.tool_calls[0].name == "get_product_details"
     assert r.tool_calls[0].arguments is None
@@ -101,7 +109,9 @@ def test_unparsable_arguments_are_kept_raw(served):
 
 def test_tool_call_text_in_the_content_is_parsed_too(served):
     # A server without a tool-call parser returns the model's text as is.
-    text = ModelResponse(content='Checking!<tool_call>{"name": "get_product_details", "arguments": {"product_id": "P3"}}</tool_call>')
+    text = ModelResponse(
+        content='Checking!<tool_call>{"name": "get_product_details", "arguments": {"product_id": "P3"}}</tool_call>'
+    )
     r = client(served(ScriptedModel([text]))).generate(USER, TOOLS, FAST)
     assert r.content == "Checking!"
     assert [(c.name, c.arguments) for c in r.tool_calls] == [("get_product_details", {"product_id": "P3"})]
@@ -115,7 +125,17 @@ def test_the_server_sees_messages_tools_and_settings(served):
         return "ok"
 
     history = USER + [
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_product_details", "arguments": {"product_id": "P1"}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_product_details", "arguments": {"product_id": "P1"}},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": '{"price": "19.90"}'},
     ]
     client(served(ScriptedModel([record]))).generate(history, TOOLS, FAST)
@@ -258,7 +278,9 @@ def test_threads_share_one_instance(served):
     server = served(ScriptedModel([lambda messages, tools: f"echo {messages[-1]['content']}"], repeat_last=True))
     m = client(server)
     with ThreadPoolExecutor(4) as pool:
-        replies = list(pool.map(lambda i: m.generate([{"role": "user", "content": f"t{i}"}], [], FAST).content, range(12)))
+        replies = list(
+            pool.map(lambda i: m.generate([{"role": "user", "content": f"t{i}"}], [], FAST).content, range(12))
+        )
     assert replies == [f"echo t{i}" for i in range(12)]
 
 
@@ -282,8 +304,16 @@ def test_models_endpoint_lists_the_served_name():
         ({"model": "demo"}, 400, "'messages' must be a non-empty list"),
         ({"model": "demo", "messages": [{"role": "robot", "content": "x"}]}, 400, "messages[0].role must be one of"),
         ({"model": "demo", "messages": USER, "stream": "yes"}, 400, "'stream' must be true or false"),
-        ({"model": "demo", "messages": USER, "stream": True, "stream_options": {"include_usage": 1}}, 400, "include_usage' must be true or false"),
-        ({"model": "demo", "messages": USER, "stream": True, "max_tokens": 0}, 400, "'max_tokens' must be a positive integer"),
+        (
+            {"model": "demo", "messages": USER, "stream": True, "stream_options": {"include_usage": 1}},
+            400,
+            "include_usage' must be true or false",
+        ),
+        (
+            {"model": "demo", "messages": USER, "stream": True, "max_tokens": 0},
+            400,
+            "'max_tokens' must be a positive integer",
+        ),
         ({"model": "demo", "messages": USER, "temperature": 9}, 400, "'temperature' must be a number in [0, 2]"),
         ({"model": "demo", "messages": USER, "max_tokens": 0}, 400, "'max_tokens' must be a positive integer"),
         ({"model": "demo", "messages": USER, "tools": [{"type": "function"}]}, 400, "tools[0] must look like"),
@@ -338,8 +368,13 @@ def _stream(server: EmbeddedServer, **kwargs):
 
     async def go():
         response = await litellm.acompletion(
-            model=f"openai/{server.model_name}", api_base=server.url, api_key="none", messages=USER, tools=TOOLS,
-            stream=True, **kwargs,
+            model=f"openai/{server.model_name}",
+            api_base=server.url,
+            api_key="none",
+            messages=USER,
+            tools=TOOLS,
+            stream=True,
+            **kwargs,
         )
         return [chunk async for chunk in response]
 
@@ -349,8 +384,11 @@ def _stream(server: EmbeddedServer, **kwargs):
 def test_a_streamed_answer_is_openai_chunks_that_litellm_rebuilds_into_the_same_reply(served):
     import litellm
 
-    reply = ModelResponse(content="Let me check.", tool_calls=[ToolCall(name="get_product_details", arguments={"product_id": "P1"})],
-                          completion_tokens=9)
+    reply = ModelResponse(
+        content="Let me check.",
+        tool_calls=[ToolCall(name="get_product_details", arguments={"product_id": "P1"})],
+        completion_tokens=9,
+    )
     server = served(ScriptedModel([reply], repeat_last=True))
     chunks = _stream(server, stream_options={"include_usage": True})
     message = litellm.stream_chunk_builder(chunks).choices[0].message
@@ -382,17 +420,41 @@ def test_a_request_refused_before_the_first_token_is_a_plain_json_error(served):
 def test_streamed_content_is_always_a_prefix_of_the_final_reply():
     stream = CompletionStream("m", include_usage=True)
     sent = []
-    for so_far in ["Hi", "Hi  the", "Hi  there\n\n\n\nfri", "Hi  there\n\n\n\nfriend <", "Hi  there\n\n\n\nfriend <tool_call>{", "caf\ufffd"]:
+    for so_far in [
+        "Hi",
+        "Hi  the",
+        "Hi  there\n\n\n\nfri",
+        "Hi  there\n\n\n\nfriend <",
+        "Hi  there\n\n\n\nfriend <tool_call>{",
+        "caf\ufffd",
+    ]:
         sent += [c["choices"][0]["delta"].get("content", "") for c in stream.text(so_far)]
-    final = ModelResponse(content="Hi  there\n\nfriend", tool_calls=[ToolCall(name="t", arguments={"a": 1})], finish_reason="stop",
-                          prompt_tokens=5, completion_tokens=7)
+    final = ModelResponse(
+        content="Hi  there\n\nfriend",
+        tool_calls=[ToolCall(name="t", arguments={"a": 1})],
+        finish_reason="stop",
+        prompt_tokens=5,
+        completion_tokens=7,
+    )
     last = stream.finish(final)
     assert "".join(sent) == "Hi  there\n\nfriend"  # blank runs collapsed as in the final reply, nothing after "<"
     assert [c["choices"][0]["delta"] for c in last[:-1]] == [
-        {"tool_calls": [{"index": 0, "id": last[0]["choices"][0]["delta"]["tool_calls"][0]["id"], "type": "function",
-                         "function": {"name": "t", "arguments": '{"a": 1}'}}]},
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": last[0]["choices"][0]["delta"]["tool_calls"][0]["id"],
+                    "type": "function",
+                    "function": {"name": "t", "arguments": '{"a": 1}'},
+                }
+            ]
+        },
         {},
     ]
     assert last[1]["choices"][0]["finish_reason"] == "tool_calls"
-    assert last[-1]["choices"] == [] and last[-1]["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+    assert last[-1]["choices"] == [] and last[-1]["usage"] == {
+        "prompt_tokens": 5,
+        "completion_tokens": 7,
+        "total_tokens": 12,
+    }
     assert {c["object"] for c in last} == {"chat.completion.chunk"} and len({c["id"] for c in last}) == 1

@@ -62,14 +62,16 @@ def test_folder_loads_with_auto_classes_and_is_small(tiny_model_path, tokenizer)
 def test_build_is_deterministic_from_the_seed(tmp_path, livecommerce):
     from harnessctl.models.tiny import TinyModelConfig, build_tiny_model
 
-    small = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=2, corpus_conversations=30)
+    small = dict(
+        hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=2, corpus_conversations=30
+    )
 
     def digest(folder):
         return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
     a = build_tiny_model(tmp_path / "a", livecommerce, TinyModelConfig(seed=1, **small))
     b = build_tiny_model(tmp_path / "b", livecommerce, TinyModelConfig(seed=1, **small))
-    c = build_tiny_model(tmp_path / "c", livecommerce, TinyModelConfig(seed=2, **small))
+    build_tiny_model(tmp_path / "c", livecommerce, TinyModelConfig(seed=2, **small))
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
     assert digest(tmp_path / "a")["model.safetensors"] != digest(tmp_path / "c")["model.safetensors"]
     assert a.parameters == b.parameters and a.seconds["total"] > 0
@@ -96,7 +98,15 @@ def test_every_name_syllable_is_one_token(tokenizer):
 
 @pytest.mark.parametrize(
     "name",
-    ["get_product_details", "transfer_to_human", "load_skill", "explain_price", "get-product-details", "getProductDetails", "GetProductDetails"],
+    [
+        "get_product_details",
+        "transfer_to_human",
+        "load_skill",
+        "explain_price",
+        "get-product-details",
+        "getProductDetails",
+        "GetProductDetails",
+    ],
 )
 def test_a_harness_name_tokenises_the_same_in_every_context(tokenizer, name):
     contexts = [
@@ -141,7 +151,9 @@ def test_tools_are_listed_compactly_description_before_name(tokenizer, livecomme
     text = tokenizer.apply_chat_template(messages, tools=rendered.tools, tokenize=False, add_generation_prompt=True)
     lines = text.split("Tools:\n", 1)[1].split("<|im_end|>", 1)[0].split("\n")
     assert lines == [tool_line(t) for t in rendered.tools]
-    assert lines[3] == "- show the product card of one item with prices and attributes : get_product_details(product_id)"
+    assert (
+        lines[3] == "- show the product card of one item with prices and attributes : get_product_details(product_id)"
+    )
     assert "- estimate delivery days and shipping fee to a region : estimate_shipping(region, product_id?)" in lines
     assert text.endswith("<|im_start|>assistant\n")
     compact = len(tokenizer("Tools:\n" + "\n".join(lines))["input_ids"])
@@ -156,9 +168,23 @@ def conversation(livecommerce):
     messages = [
         {"role": "system", "content": rendered.system_prompt},
         {"role": "user", "content": "how much is it?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": call1.name, "arguments": call1.arguments}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": call1.name, "arguments": call1.arguments}}],
+        },
         {"role": "tool", "content": render_skill(livecommerce, livecommerce.skill("price_promo"))},
-        {"role": "assistant", "content": "One sec!", "tool_calls": [{"id": "c2", "type": "function", "function": {"name": call2.name, "arguments": json.dumps(call2.arguments)}}]},
+        {
+            "role": "assistant",
+            "content": "One sec!",
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": call2.name, "arguments": json.dumps(call2.arguments)},
+                }
+            ],
+        },
         {"role": "tool", "content": '{"price": "19.90"}'},
         {"role": "assistant", "content": "It is $19.90 live!", "reasoning_content": "price from the card"},
     ]
@@ -222,7 +248,11 @@ def test_a_one_word_name_is_stable_between_the_call_and_its_code_mentions(tokeni
 
 
 def test_no_token_glues_a_marker_to_its_neighbours(tokenizer):
-    glued = [t for t in tokenizer.get_vocab() if any(m in t and m != t for m in ("<tool_call>", "</tool_call>", "<|im_end|>"))]
+    glued = [
+        t
+        for t in tokenizer.get_vocab()
+        if any(m in t and m != t for m in ("<tool_call>", "</tool_call>", "<|im_end|>"))
+    ]
     assert glued == []
     assert not any(t.endswith("</") for t in tokenizer.get_vocab())
 

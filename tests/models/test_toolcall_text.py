@@ -16,7 +16,13 @@ def test_one_call_after_some_text():
     text = 'Let me check!<tool_call>{"name": "check_stock", "arguments": {"product_id": "P012", "variant": "M"}}</tool_call>'
     content, calls, errors = parse_tool_calls(text)
     assert content == "Let me check!"
-    assert calls == [ToolCall(name="check_stock", arguments={"product_id": "P012", "variant": "M"}, raw_arguments=json.dumps({"product_id": "P012", "variant": "M"}))]
+    assert calls == [
+        ToolCall(
+            name="check_stock",
+            arguments={"product_id": "P012", "variant": "M"},
+            raw_arguments=json.dumps({"product_id": "P012", "variant": "M"}),
+        )
+    ]
     assert errors == []
 
 
@@ -108,8 +114,15 @@ def test_think_blocks_stay_in_content_and_calls_inside_them_are_not_actions():
 
 def test_format_is_compact_and_matches_json_dumps():
     call = ToolCall(name="get_product_details", arguments={"product_id": "P012"})
-    assert format_tool_call(call) == '<tool_call>{"name": "get_product_details", "arguments": {"product_id": "P012"}}</tool_call>'
-    openai_item = {"id": "c1", "type": "function", "function": {"name": "get_product_details", "arguments": '{"product_id": "P012"}'}}
+    assert (
+        format_tool_call(call)
+        == '<tool_call>{"name": "get_product_details", "arguments": {"product_id": "P012"}}</tool_call>'
+    )
+    openai_item = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "get_product_details", "arguments": '{"product_id": "P012"}'},
+    }
     assert format_tool_call(openai_item) == format_tool_call(call)
 
 
@@ -130,7 +143,10 @@ json_values = st.recursive(
 @given(
     prose=st.text(max_size=30).filter(lambda s: "<" not in s),
     calls=st.lists(
-        st.tuples(st.from_regex(r"[a-z][a-z_]{0,15}", fullmatch=True), st.dictionaries(st.text(max_size=8), json_values, max_size=4)),
+        st.tuples(
+            st.from_regex(r"[a-z][a-z_]{0,15}", fullmatch=True),
+            st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+        ),
         max_size=3,
     ),
 )
@@ -151,7 +167,9 @@ def test_any_text_parses_without_raising(text):
     assert all(isinstance(e, str) for e in errors)
 
 
-@pytest.mark.parametrize("text", ["<tool_call>{}</tool_call>", "<tool_call>null</tool_call>", "<tool_call>{\"name\": 3}</tool_call>"])
+@pytest.mark.parametrize(
+    "text", ["<tool_call>{}</tool_call>", "<tool_call>null</tool_call>", '<tool_call>{"name": 3}</tool_call>']
+)
 def test_odd_objects_are_errors(text):
     _, calls, errors = parse_tool_calls(text)
     assert calls == [] and len(errors) == 1

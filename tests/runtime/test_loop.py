@@ -38,7 +38,7 @@ def price_case():
 
 
 def call(tool: str, **args) -> str:
-    return f'<tool_call>{json.dumps({"name": tool, "arguments": args})}</tool_call>'
+    return f"<tool_call>{json.dumps({'name': tool, 'arguments': args})}</tool_call>"
 
 
 LOAD = call("load_skill", name="explain_price")
@@ -66,7 +66,9 @@ def test_unparsable_arguments_get_the_retry_feedback_and_a_second_chance(shipped
 
 
 def test_tool_call_text_that_is_not_json_at_all_gets_a_runtime_note(shipped, price_case):
-    rec = run_episode(shipped, price_case, ScriptedModel([LOAD, "<tool_call>get the price</tool_call>", DETAILS, REPLY]))
+    rec = run_episode(
+        shipped, price_case, ScriptedModel([LOAD, "<tool_call>get the price</tool_call>", DETAILS, REPLY])
+    )
     assert rec.termination is Termination.REPLY and rec.reply == REPLY
     assert rec.model_steps[1].parse_errors and rec.model_steps[1].n_tool_calls == 0
     note = next(m for m in rec.messages if m.get("name") == "runtime")
@@ -84,7 +86,17 @@ def test_unknown_tools_are_refused_with_the_list_of_tools(shipped, price_case):
 
 def test_arguments_are_validated_against_the_tool_schema(shipped):
     case = case_from_query("where is my order LM123456?", "P001")
-    rec = run_episode(shipped, case, ScriptedModel([call("load_skill", name="order_help"), call("track_order", order_id="lm12"), "Could you check your order number?"]))
+    rec = run_episode(
+        shipped,
+        case,
+        ScriptedModel(
+            [
+                call("load_skill", name="order_help"),
+                call("track_order", order_id="lm12"),
+                "Could you check your order number?",
+            ]
+        ),
+    )
     step = rec.tool_steps[1]
     assert step.key == "order_status" and not step.valid and step.error == "invalid_call"
     assert "does not match" in tool_messages(rec)[1]["content"]
@@ -153,7 +165,12 @@ def test_a_backend_that_raises_or_hangs_is_a_tool_error_not_a_crash(shipped, pri
     h.tool("promotions").timeout_s = 0.05
     env = FunctionEnvironment({"sim.get_product": broken, "sim.get_promotions": slow})
     try:
-        rec = run_episode(h, price_case, ScriptedModel([LOAD, DETAILS + call("get_promotions", product_id="P001"), "Let me check!"]), env=env)
+        rec = run_episode(
+            h,
+            price_case,
+            ScriptedModel([LOAD, DETAILS + call("get_promotions", product_id="P001"), "Let me check!"]),
+            env=env,
+        )
     finally:
         env.close()
     errors = {s.key: (s.error, s.ok) for s in rec.tool_steps}
@@ -299,9 +316,13 @@ def test_a_trainer_drives_the_loop_with_its_own_generate_and_gets_token_ids(ship
             if self.turn == 1:
                 return ModelResponse(
                     tool_calls=[ToolCall(name="load_skill", arguments={"name": "explain_price"})],
-                    prompt_token_ids=ids, completion_token_ids=[7, 8], logprobs=[-0.5, -0.1],
+                    prompt_token_ids=ids,
+                    completion_token_ids=[7, 8],
+                    logprobs=[-0.5, -0.1],
                 )
-            return ModelResponse(content="<think>price</think>" + REPLY, prompt_token_ids=ids, completion_token_ids=[9], logprobs=[-0.2])
+            return ModelResponse(
+                content="<think>price</think>" + REPLY, prompt_token_ids=ids, completion_token_ids=[9], logprobs=[-0.2]
+            )
 
     rec = run_episode(shipped, price_case, Sampler())
     assert rec.reply == REPLY and rec.model_steps[1].think_tokens == 1

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harnessctl.harness.model import Guard, Harness, Hooks, MessageHook
 from harnessctl.harness import render_harness
+from harnessctl.harness.model import Guard, Harness, Hooks, MessageHook
 from harnessctl.runtime import run_episode
 from harnessctl.runtime.guards import apply_guards, reply_char_limit, truncate_reply
 from harnessctl.runtime.messages import format_tool_result, parse_tool_content, viewer_message
@@ -21,11 +21,20 @@ TEXT = MessageHook(tool_result_format="text", tool_result_prefix="Tool says:")
 JSON = MessageHook(tool_result_format="json", tool_result_prefix="")
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-1000, 1000), st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False),
+    st.none(),
+    st.booleans(),
+    st.integers(-1000, 1000),
+    st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False),
     st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12),
 )
 keys = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)
-payloads = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, min_size=1, max_size=3), st.dictionaries(keys, inner, min_size=1, max_size=3)), max_leaves=12)
+payloads = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3), st.dictionaries(keys, inner, min_size=1, max_size=3)
+    ),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -55,7 +64,7 @@ def test_the_viewer_message_shows_the_stream_context_first():
     header, query = content.split("\n", 1)
     assert query == case.query
     assert f"on screen: {case.context.product_name} ({case.context.product_id})" in header
-    (pid, name), = case.context.lineup.items()
+    ((pid, name),) = case.context.lineup.items()
     assert f"earlier: {name} ({pid})" in header and case.context.viewer["handle"] in header
 
 
@@ -71,7 +80,15 @@ def test_arguments_are_checked_against_the_schema_with_cached_validators(livecom
 
 
 def test_guards_use_the_tightest_limit_and_fix_or_ask():
-    h = Harness(name="h", hooks=Hooks(guards=[Guard(type="max_chars", limit=40, action="revise"), Guard(type="banned_phrases", phrases=["miracle"], action="replace", replacement="great")]))
+    h = Harness(
+        name="h",
+        hooks=Hooks(
+            guards=[
+                Guard(type="max_chars", limit=40, action="revise"),
+                Guard(type="banned_phrases", phrases=["miracle"], action="replace", replacement="great"),
+            ]
+        ),
+    )
     assert reply_char_limit(h) == 40
     ask = apply_guards("a miracle cream that everyone loves, so soft and light", h, allow_revise=True)
     assert ask.revise_feedback and "limit is 40" in ask.revise_feedback

@@ -23,7 +23,7 @@ from harnessctl.sim.task import FAULT_KINDS, INTENTS, PASS_THRESHOLD
 
 
 def call(tool: str, **args) -> str:
-    return f'<tool_call>{json.dumps({"name": tool, "arguments": args})}</tool_call>'
+    return f"<tool_call>{json.dumps({'name': tool, 'arguments': args})}</tool_call>"
 
 
 LOAD_PRICE = call("load_skill", name="explain_price")
@@ -83,13 +83,19 @@ def test_going_over_the_tool_call_budget_fails_the_case(shipped, price_case):
 
 
 def test_failure_entries_name_kind_component_and_harness_element(shipped, price_case):
-    _, b = scored(shipped, price_case, [FETCH, GOOD + " Everyone in the chat keeps asking about it tonight, so grab it while you can!"])
+    _, b = scored(
+        shipped,
+        price_case,
+        [FETCH, GOOD + " Everyone in the chat keeps asking about it tonight, so grab it while you can!"],
+    )
     entries = {e["kind"]: e for e in b.details["failure_entries"]}
     assert entries["skipped_skill"]["element"] == {"type": "skill", "key": "price_promo"}
     assert entries["skipped_skill"]["component"] == "skill_selection" and not entries["skipped_skill"]["hard"]
     assert entries["over_length"]["element"] == {"type": "constraint", "key": "max_reply_chars"}
     assert entries["over_length"]["hard"] is True
-    _, b = scored(shipped, price_case, [LOAD_PRICE, call("get_product_details", product_id="P001"), "Glow Serum is $18.99 live!"])
+    _, b = scored(
+        shipped, price_case, [LOAD_PRICE, call("get_product_details", product_id="P001"), "Glow Serum is $18.99 live!"]
+    )
     missing = [e for e in b.details["failure_entries"] if e["kind"] == "missing_call"]
     assert missing[0]["element"] == {"type": "tool", "key": "promotions"}
     fact = next(e for e in b.details["failure_entries"] if e["kind"] == "missing_fact")
@@ -154,7 +160,11 @@ def test_a_partial_result_never_becomes_an_invented_number(shipped):
     partial = next(s.result for s in rec.tool_steps if s.key == "stock_check")
     assert "total" in partial["incomplete"]
     summed = sum(v["stock"] for v in partial["variants"])
-    script = [call("load_skill", name="check_stock_and_size"), call("check_stock", product_id="P021"), f"Only {summed} left!"]
+    script = [
+        call("load_skill", name="check_stock_and_size"),
+        call("check_stock", product_id="P021"),
+        f"Only {summed} left!",
+    ]
     _, bad = scored(shipped, case, script)
     assert f"hallucinated_number:{summed}" in bad.failures and not bad.passed
 

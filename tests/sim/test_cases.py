@@ -77,7 +77,7 @@ def test_fault_plans_target_a_needed_tool():
     faulted = [c for c in generate_cases(200, seed=1, faults={"timeout": 0.3, "error": 0.2}) if c.faults]
     assert 60 < len(faulted) < 140
     for c in faulted:
-        (tool, plan), = c.faults.items()
+        ((tool, plan),) = c.faults.items()
         assert tool in {call.tool for call in c.expect.calls if call.required}
         assert set(plan) <= {"timeout", "error"} and "fault" in c.tags
 
@@ -135,14 +135,22 @@ def test_complaints_about_damage_need_a_high_urgency_handoff():
 
 def test_real_viewer_logs_become_cases(tmp_path):
     csv_path = tmp_path / "chat.csv"
-    csv_path.write_text("comment,product_id,handle,region\nhow much is this?,P002,lily,north\nany coupon code?,P002,,\n", encoding="utf-8")
+    csv_path.write_text(
+        "comment,product_id,handle,region\nhow much is this?,P002,lily,north\nany coupon code?,P002,,\n",
+        encoding="utf-8",
+    )
     jsonl_path = tmp_path / "chat.jsonl"
-    jsonl_path.write_text('{"text": "track LM145304 pls", "on_screen": "P010"}\n\n{"message": "hi Mia!"}\n', encoding="utf-8")
+    jsonl_path.write_text(
+        '{"text": "track LM145304 pls", "on_screen": "P010"}\n\n{"message": "hi Mia!"}\n', encoding="utf-8"
+    )
     a = import_query_log(csv_path)
     b = import_query_log(jsonl_path, product_id="P003")
     assert [(c.id, c.intent) for c in a] == [("chat-2", "price"), ("chat-3", "promotion")]
     assert a[0].context.viewer == {"handle": "@lily", "region": "north"} and a[0].suite == "production"
-    assert [(c.id, c.intent, c.context.product_id) for c in b] == [("chat-1", "order_status", "P010"), ("chat-3", "greeting", "P003")]
+    assert [(c.id, c.intent, c.context.product_id) for c in b] == [
+        ("chat-1", "order_status", "P010"),
+        ("chat-3", "greeting", "P003"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -161,7 +169,10 @@ def test_a_bad_log_line_is_named(tmp_path, name, content, fragment):
     assert fragment in str(e.value)
 
 
-@pytest.mark.parametrize("query", ["how much is the one on screen? any coupon?", "price? any discount code?", "how much, and is there a promo"])
+@pytest.mark.parametrize(
+    "query",
+    ["how much is the one on screen? any coupon?", "price? any discount code?", "how much, and is there a promo"],
+)
 def test_a_comment_that_asks_price_and_coupon_expects_both(query):
     """Both are the price_promo skill's job; its rules say to quote the live-room price."""
     c = case_from_query(query, "P003")
@@ -179,7 +190,11 @@ def test_the_oracle_answers_price_and_coupon_together(shipped, catalog):
     assert "$22.99" in rec.reply and "BEAUTY15" in rec.reply and "until 21:00" in rec.reply
     assert score_episode(rec, c).total == 1.0
     # Without a coupon the answer says so, next to the price.
-    c = next(c for p in catalog.products if len((c := case_from_query("how much? any coupon?", p["id"], catalog)).expect.facts) == 1)
+    c = next(
+        c
+        for p in catalog.products
+        if len((c := case_from_query("how much? any coupon?", p["id"], catalog)).expect.facts) == 1
+    )
     rec = run_episode(shipped, c, OracleModel())
     assert "no coupon" in rec.reply and c.expect.facts[0] in rec.reply
     assert score_episode(rec, c).total == 1.0

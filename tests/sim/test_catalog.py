@@ -57,8 +57,14 @@ def test_a_team_imports_its_own_products_from_csv(tmp_path):
     cat = import_catalog(path)
     assert [p["id"] for p in cat.products] == ["A1", "A2"]
     balm = cat.product("A1")
-    assert balm["variants"] == [{"name": "small", "kind": "size", "stock": 4}, {"name": "large", "kind": "size", "stock": 0}]
-    assert balm["attributes"] == {"volume": "15 ml", "scent": "mint"} and balm["compliance"]["disclaimer"] == "not a medicine"
+    assert balm["variants"] == [
+        {"name": "small", "kind": "size", "stock": 4},
+        {"name": "large", "kind": "size", "stock": 0},
+    ]
+    assert (
+        balm["attributes"] == {"volume": "15 ml", "scent": "mint"}
+        and balm["compliance"]["disclaimer"] == "not a medicine"
+    )
     assert cat.shipping == load_catalog().shipping  # shop policies come from the shipped catalog
     cases = generate_cases(20, seed=1, catalog=cat)
     assert {c.context.product_id for c in cases} <= {"A1", "A2"}
@@ -67,7 +73,9 @@ def test_a_team_imports_its_own_products_from_csv(tmp_path):
 
 def test_a_team_imports_its_own_products_from_json(tmp_path):
     path = tmp_path / "shop.json"
-    path.write_text(json.dumps([{"id": "x1", "name": "Desk Fan", "category": "home", "list_price": 30, "live_price": 25}]))
+    path.write_text(
+        json.dumps([{"id": "x1", "name": "Desk Fan", "category": "home", "list_price": 30, "live_price": 25}])
+    )
     cat = import_catalog(path)
     assert cat.product("X1")["variants"][0]["name"] == "standard"
 
@@ -75,10 +83,19 @@ def test_a_team_imports_its_own_products_from_json(tmp_path):
 @pytest.mark.parametrize(
     "content, fragment",
     [
-        ("id,name,category,list_price,live_price\nA1,Balm,beauty,twenty,15\n", "shop.csv:2: field 'list_price' must be a number"),
-        ("id,name,category,list_price,live_price,variants\nA1,Balm,beauty,20,15,small=4\n", "shop.csv:2: field 'variants'"),
+        (
+            "id,name,category,list_price,live_price\nA1,Balm,beauty,twenty,15\n",
+            "shop.csv:2: field 'list_price' must be a number",
+        ),
+        (
+            "id,name,category,list_price,live_price,variants\nA1,Balm,beauty,20,15,small=4\n",
+            "shop.csv:2: field 'variants'",
+        ),
         ("id,name,list_price\n", "shop.csv:1: missing column(s) category, live_price"),
-        ("id,name,category,list_price,live_price\nA1,Balm,beauty,20,15\na1,Balm 2,beauty,20,15\n", "'A1' appears twice"),
+        (
+            "id,name,category,list_price,live_price\nA1,Balm,beauty,20,15\na1,Balm 2,beauty,20,15\n",
+            "'A1' appears twice",
+        ),
     ],
 )
 def test_a_bad_catalog_file_names_the_line_and_field(tmp_path, content, fragment):

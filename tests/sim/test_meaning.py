@@ -107,4 +107,6 @@ def test_a_negated_contradicted_or_different_fact_is_not_stated(fact, reply):
 def test_a_price_said_of_the_other_product_is_not_stated():
     assert states("$7.90", "Toner is $17.90 and Mascara is $7.90", subject="Mascara", others=["Toner", "Mascara"])
     assert not states("$7.90", "Toner is $7.90 and Mascara is $17.90", subject="Mascara", others=["Toner", "Mascara"])
-    assert states("$7.90", "$17.90 vs $7.90", subject="Mascara", others=["Toner", "Mascara"])  # no names: nothing to confuse
+    assert states(
+        "$7.90", "$17.90 vs $7.90", subject="Mascara", others=["Toner", "Mascara"]
+    )  # no names: nothing to confuse

@@ -55,7 +55,9 @@ def test_oracle_scores_the_same_under_renamed_reordered_relimited_variants(shipp
     assert "open_playbook" in names and "fn_sliated_tcudorp_teg" in names
     assert "get_product_details" not in names and "load_skill" not in names
     assert all(len(r.reply) <= 80 for _, r, _ in results)
-    results_shown = [m["content"] for _, r, _ in results for m in r.messages if m["role"] == "tool" and m["name"] != "open_playbook"]
+    results_shown = [
+        m["content"] for _, r, _ in results for m in r.messages if m["role"] == "tool" and m["name"] != "open_playbook"
+    ]
     assert results_shown and all(text.startswith("RESULT >>\n") for text in results_shown)
 
 

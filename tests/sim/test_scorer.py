@@ -21,7 +21,7 @@ from .variants import renamed_variant
 
 def call(tool: str, **args) -> str:
     """A Hermes-style tool call, as a model writes it."""
-    return f'<tool_call>{json.dumps({"name": tool, "arguments": args})}</tool_call>'
+    return f"<tool_call>{json.dumps({'name': tool, 'arguments': args})}</tool_call>"
 
 
 LOAD_PRICE = call("load_skill", name="explain_price")
@@ -68,7 +68,12 @@ BAD = {
     "wrong tool": (
         [LOAD_PRICE, call("check_stock", product_id="P001"), "Glow Serum is in stock!"],
         {"correctness", "tool_rationality"},
-        ["missing_call:product_details", "missing_call:promotions", "unexpected_call:stock_check", "off_skill_call:stock_check"],
+        [
+            "missing_call:product_details",
+            "missing_call:promotions",
+            "unexpected_call:stock_check",
+            "off_skill_call:stock_check",
+        ],
     ),
     "unknown tool name": (
         [LOAD_PRICE, FETCH + call("get_price", product_id="P001"), GOOD_REPLY],
@@ -81,7 +86,12 @@ BAD = {
         ["invalid_args:product_details"],
     ),
     "reply over the length limit": (
-        [LOAD_PRICE, FETCH, GOOD_REPLY + " It is light, it smells lovely and everyone in the chat keeps asking about it tonight, so grab it soon!"],
+        [
+            LOAD_PRICE,
+            FETCH,
+            GOOD_REPLY
+            + " It is light, it smells lovely and everyone in the chat keeps asking about it tonight, so grab it soon!",
+        ],
         {"constraints"},
         ["over_length"],
     ),
@@ -110,7 +120,9 @@ def test_a_forbidden_claim_loses_compliance_only(shipped, health_case):
         call("get_product_details", product_id="P001"),
         "Glow Serum is not a medicine, but it treats acne fast.",
     ]
-    rec, good = score(shipped, health_case, script[:2] + ["Glow Serum is a cosmetic, not a medicine; please ask your doctor."])
+    rec, good = score(
+        shipped, health_case, script[:2] + ["Glow Serum is a cosmetic, not a medicine; please ask your doctor."]
+    )
     assert good.components == {k: 1.0 for k in WEIGHTS}
     rec, b = score(shipped, health_case, script)
     assert dropped(b) == {"compliance"} and b.compliance == 0.0
@@ -119,7 +131,9 @@ def test_a_forbidden_claim_loses_compliance_only(shipped, health_case):
 
 
 def test_hard_failures_fail_the_case_even_with_a_high_total(shipped, price_case):
-    _, b = score(shipped, price_case, [LOAD_PRICE, FETCH, "Glow Serum is $18.99 live, code BEAUTY15, only $12.00 with points!"])
+    _, b = score(
+        shipped, price_case, [LOAD_PRICE, FETCH, "Glow Serum is $18.99 live, code BEAUTY15, only $12.00 with points!"]
+    )
     assert b.total >= 0.7  # most of the answer is right...
     assert not b.passed and "hallucinated_number:$12.00" in b.failures
 
@@ -172,7 +186,9 @@ def test_a_persistent_fault_excuses_the_facts_that_tool_would_have_given(shipped
     case = price_case.__class__.from_dict(price_case.to_dict())
     case.faults = {"promotions": ["error", "error", "error"]}
     retry = call("get_promotions", product_id="P001")
-    _, b = score(shipped, case, [LOAD_PRICE, FETCH, retry, "Glow Serum is $18.99 live; let me check the coupons for you!"])
+    _, b = score(
+        shipped, case, [LOAD_PRICE, FETCH, retry, "Glow Serum is $18.99 live; let me check the coupons for you!"]
+    )
     assert b.total == 1.0, b.to_dict()
     # A coupon code the failed tool never gave is an invention.
     _, invented = score(shipped, case, [LOAD_PRICE, FETCH, retry, GOOD_REPLY])
@@ -191,9 +207,13 @@ def test_a_count_of_what_a_tool_listed_is_grounded_but_an_invented_count_is_not(
     case = case_from_query("how much is the one on screen?", "P021")  # Linen Shirt: S, M, L, XL
     load = call("load_skill", name="explain_price")
     fetch = call("get_product_details", product_id="P021") + call("get_promotions", product_id="P021")
-    _, counted = score(shipped, case, [load, fetch, "Linen Shirt is $24.99 live, code LINEN15 gives 15% off, in 4 sizes!"])
+    _, counted = score(
+        shipped, case, [load, fetch, "Linen Shirt is $24.99 live, code LINEN15 gives 15% off, in 4 sizes!"]
+    )
     assert counted.total == 1.0 and counted.failures == []
-    _, invented = score(shipped, case, [load, fetch, "Linen Shirt is $24.99 live, code LINEN15 gives 15% off, in 37 sizes!"])
+    _, invented = score(
+        shipped, case, [load, fetch, "Linen Shirt is $24.99 live, code LINEN15 gives 15% off, in 37 sizes!"]
+    )
     assert "hallucinated_number:37" in invented.failures and not invented.passed
 
 

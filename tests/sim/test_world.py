@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harnessctl.harness.backends import get_backend, known_backends
-from harnessctl.runtime.environment import MalformedResult, ToolError, ToolEnvironment, ToolTimeout
+from harnessctl.runtime.environment import MalformedResult, ToolEnvironment, ToolError, ToolTimeout
 from harnessctl.sim import Case, World
 from harnessctl.sim.backends import SIM_BACKENDS
 
@@ -71,7 +71,9 @@ def test_bad_ids_raise_a_clear_tool_error(backend):
 
 
 def test_the_case_fault_plan_applies_per_call_of_the_tool():
-    case = Case(id="c", intent="stock", query="?", faults={"stock_check": ["timeout", "error", "malformed", "empty", "ok"]})
+    case = Case(
+        id="c", intent="stock", query="?", faults={"stock_check": ["timeout", "error", "malformed", "empty", "ok"]}
+    )
     w = World(case=case)
     args = {"product_id": "P001"}
     with pytest.raises(ToolTimeout):
