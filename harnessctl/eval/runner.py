@@ -299,14 +299,25 @@ class CaseRunner:
             return await asyncio.wait_for(coro, timeout=self.config.case_timeout_s)
         except TimeoutError:
             return self._failed(
-                item, repeat, f"timeout after {self.config.case_timeout_s:g}s", Termination.TIMEOUT, started
+                item,
+                repeat,
+                f"timeout after {self.config.case_timeout_s:g}s",
+                Termination.TIMEOUT,
+                time.perf_counter() - started,
             )
         except ModelError as e:
-            return self._failed(item, repeat, f"model error: {e}", Termination.MODEL_ERROR, started)
+            return self._failed(
+                item, repeat, f"model error: {e}", Termination.MODEL_ERROR, time.perf_counter() - started
+            )
         except Exception as e:  # noqa: BLE001 - one broken case must not stop a 4,500-case run
-            return self._failed(item, repeat, f"{type(e).__name__}: {e}", Termination.MODEL_ERROR, started)
+            return self._failed(
+                item, repeat, f"{type(e).__name__}: {e}", Termination.MODEL_ERROR, time.perf_counter() - started
+            )
 
-    def _failed(self, item: SuiteItem, repeat: int, error: str, termination: Termination, started: float) -> CaseResult:
+    def _failed(
+        self, item: SuiteItem, repeat: int, error: str, termination: Termination, latency_s: float, **extra: Any
+    ) -> CaseResult:
+        """An errored case: scored 0, never a pass, its error kept (``extra``: the record, call counts)."""
         return CaseResult(
             suite=item.suite,
             case_id=item.id,
@@ -317,9 +328,10 @@ class CaseRunner:
             score=0.0,
             passed=False,
             failures=["error"],
-            latency_s=time.perf_counter() - started,
+            latency_s=latency_s,
             termination=termination.value,
             error=error[:500],
+            **extra,
         )
 
     async def _agent(self, item: SuiteItem, repeat: int) -> CaseResult:
@@ -347,21 +359,8 @@ class CaseRunner:
                 why = f"timeout after {self.config.case_timeout_s:g}s"
             else:
                 why = errors[-1] if errors else "the model failed"
-            return CaseResult(
-                suite=item.suite,
-                case_id=item.id,
-                repeat=repeat,
-                intent=item.intent,
-                families=item.families,
-                variant=_variant_id(item),
-                score=0.0,
-                passed=False,
-                failures=["error"],
-                latency_s=record.latency_s,
-                termination=record.termination.value,
-                error=str(why)[:500],
-                record=_stored(record),
-                **counts,
+            return self._failed(
+                item, repeat, str(why), record.termination, record.latency_s, record=_stored(record), **counts
             )
         breakdown = score_episode(record, item.case)
         total = float(breakdown.total)

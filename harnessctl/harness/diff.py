@@ -709,7 +709,7 @@ def _describe_guard(g: _KeyedGuard) -> dict[str, Any]:
     return {k: v for k, v in asdict(g.guard).items() if v not in (None, [], "")}
 
 
-_ELEMENT_WORDS = {
+ELEMENT_WORDS = {
     "prompt_block": "block",
     "skill_loader": "skill loader",
     "variable": "variable",
@@ -728,7 +728,7 @@ def summary_phrases(changes: Iterable[Change]) -> list[str]:
     phrases: list[str | list[str]] = []
     reworded: dict[str, list[str]] = {}  # skill key -> reworded rule keys (one phrase per skill)
     for c in sorted(changes, key=_summary_rank):
-        word = _ELEMENT_WORDS.get(c.element, c.element)
+        word = ELEMENT_WORDS.get(c.element, c.element)
         if c.kind == ADDED:
             phrases.append(f"+{word} {c.path}")
         elif c.kind == REMOVED:

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from .diff import (
     ADDED,
+    ELEMENT_WORDS,
     ELEMENTS,
     KINDS,
     PARAMETERS_CHANGED,
@@ -39,18 +40,6 @@ _SECTIONS = (
     ("Hooks", ("hook", "guard")),
     ("Harness", ("harness", "variable", "skill_loader")),
 )
-_WORDS = {
-    "prompt_block": "block",
-    "skill_loader": "skill loader",
-    "variable": "variable",
-    "constraint": "constraint",
-    "harness": "harness",
-    "skill": "skill",
-    "rule": "rule",
-    "tool": "tool",
-    "hook": "hook",
-    "guard": "guard",
-}
 
 
 def _header(d: HarnessDiff) -> Text:
@@ -114,7 +103,7 @@ def print_diff(d: HarnessDiff, console: Console) -> None:
 
 def _change_lines(c: Change, plain: bool) -> list[Text]:
     sym, colour = _MARK.get(c.kind, ("~", "yellow"))
-    word = _WORDS.get(c.element, c.element)
+    word = ELEMENT_WORDS.get(c.element, c.element)
     head = Text(f"  {sym} ", style=colour).append(f"{word} ", style="dim").append(c.path, style="bold")
     impact = Text(f"  [{c.impact}]", style=_BUMP_STYLE.get(c.impact, "dim"))
     lines: list[Text] = []
