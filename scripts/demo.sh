@@ -23,7 +23,7 @@ step harnessctl log
 step harnessctl diff v1 v3 || [ $? -eq 1 ]   # exit 1 means "different", like diff(1)
 
 # 2. The embedded default: a tiny Qwen3-architecture model and tokenizer built from the
-#    simulator's own conversations (untrained until the trainer runs).
+#    simulator's own conversations (untrained: `harnessctl train` and `experiment hat` train it).
 step harnessctl model init --out "$OUT/tiny"
 
 # 3. One live turn, by the simulator's reference policy and by the embedded model.
