@@ -22,6 +22,16 @@ SCHEMA_VERSION = 1
 RETRY_TEMPLATE_VARIABLES = ("tool", "error", "attempt", "max_attempts")
 #: Reasons a retry hook can react to.
 RETRY_TRIGGERS = ("tool_error", "timeout", "invalid_call", "empty_result")
+#: The runtime's error for a failed call -> the ``hooks.retry.on`` trigger it answers to; the
+#: runtime, the simulator's oracle and the scorer all read this one map. Errors not listed
+#: (``partial`` results, ``budget`` refusals) trigger no retry.
+ERROR_TRIGGERS = {
+    "tool_error": "tool_error",
+    "timeout": "timeout",
+    "invalid_call": "invalid_call",
+    "unknown_tool": "invalid_call",
+    "empty_result": "empty_result",
+}
 
 
 @dataclass

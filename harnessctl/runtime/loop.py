@@ -36,7 +36,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
-from harnessctl.harness.model import Harness
+from harnessctl.harness.model import ERROR_TRIGGERS, Harness
 from harnessctl.harness.render import RenderedHarness, fill_template, render_harness, render_skill
 from harnessctl.models.base import GenerationSettings, ModelError, agenerate, bind_model
 from harnessctl.models.toolcall_text import parse_tool_calls
@@ -65,15 +65,6 @@ DEFAULT_MAX_TURNS = 6
 DEFAULT_MAX_TOOL_CALLS = 8
 
 StepCallback = Callable[[ModelStep | ToolStep], None]
-
-#: The retry-hook trigger (``hooks.retry.on``) each failure answers to; other failures are
-#: tool errors.
-_RETRY_TRIGGER = {
-    "timeout": "timeout",
-    "invalid_call": "invalid_call",
-    "unknown_tool": "invalid_call",
-    "empty_result": "empty_result",
-}
 
 
 def run_episode(
@@ -494,7 +485,7 @@ class _Episode:
 
     def _feedback(self, tool_name: str, detail: str, attempt: int, trigger: str = "invalid_call") -> str:
         """The retry hook's feedback while attempts remain; otherwise a plain stop message."""
-        trigger = _RETRY_TRIGGER.get(trigger, "tool_error")
+        trigger = ERROR_TRIGGERS.get(trigger, "tool_error")  # other failures are tool errors
         max_attempts = max(1, int(self.retry.max_attempts))
         if trigger in self.retry.on and attempt < max_attempts:
             ctx = {"tool": tool_name, "error": detail, "attempt": attempt, "max_attempts": max_attempts}

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessctl.harness.model import ERROR_TRIGGERS
+
 INTENTS = (
     "greeting",
     "product_info",
@@ -65,15 +67,9 @@ SKILL_FALLBACKS = {"flash_sale": ["price_promo", "stock_size"]}
 #: retry: the reply must say only what came back).
 FAULT_KINDS = ("error", "timeout", "malformed", "partial", "empty")
 
-#: The runtime's error for a failed call -> the ``hooks.retry.on`` trigger it answers to.
-#: Errors not listed (``partial`` results, ``budget`` refusals) trigger no retry.
-RETRY_TRIGGERS = {
-    "tool_error": "tool_error",
-    "timeout": "timeout",
-    "invalid_call": "invalid_call",
-    "unknown_tool": "invalid_call",
-    "empty_result": "empty_result",
-}
+#: The runtime's error for a failed call -> the ``hooks.retry.on`` trigger it answers to (defined
+#: with the harness's hooks, read by the runtime too).
+RETRY_TRIGGERS = ERROR_TRIGGERS
 
 #: Errors the world causes (not the model): a call that failed this way was still a right call.
 WORLD_ERRORS = ("tool_error", "timeout", "empty_result")
