@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import signal
 import time
@@ -423,10 +422,10 @@ def manifest_for(
 
 
 def write_manifest(folder: str | Path, manifest: dict[str, Any]) -> Path:
+    from harnessctl.eval.store import atomic_write
+
     path = Path(folder) / MANIFEST
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(manifest, indent=2, default=str) + "\n")
     return path
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.models.local import stop_token_ids
 from harnessctl.models.toolcall_text import parse_tool_calls, split_think
 from harnessctl.models.types import ModelResponse
 
@@ -53,7 +54,7 @@ class TokenPolicy:
         self.temperature = temperature
         self.max_turn_tokens = max_turn_tokens
         self.max_completion_length = max_completion_length
-        self.stop_ids = _stop_ids(tokenizer, model)
+        self.stop_ids = stop_token_ids(tokenizer, model)
         self.eos_text = tokenizer.decode([self.stop_ids[0]], skip_special_tokens=False)
         self.prompt_ids: list[int] = []
         self.completion_ids: list[int] = []
@@ -306,15 +307,3 @@ def _seed(*parts: int) -> int:
     from harnessctl.augment.operators import derive_seed
 
     return derive_seed("rl", *parts) % (2**31)
-
-
-def _stop_ids(tokenizer: Any, model: Any) -> list[int]:
-    ids: list[int] = []
-    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    for value in (tokenizer.eos_token_id, gen_eos):
-        for i in value if isinstance(value, list) else [value]:
-            if isinstance(i, int) and i not in ids:
-                ids.append(i)
-    if not ids:
-        raise ModelError("the checkpoint defines no end-of-turn token (eos_token_id)")
-    return ids

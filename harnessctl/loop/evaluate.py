@@ -36,7 +36,7 @@ from harnessctl.eval.runner import (
     arun_items,
     build_manifest,
 )
-from harnessctl.eval.store import RunStore
+from harnessctl.eval.store import RunStore, atomic_write
 from harnessctl.eval.suites import (
     AGENT_SUITES,
     SUITES,
@@ -117,53 +117,19 @@ def write_items(path: str | Path, items: list[SuiteItem]) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(i.to_line() + "\n" for i in items), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, "".join(i.to_line() + "\n" for i in items))
     return path
 
 
-def evaluate_items(
-    items: dict[str, list[SuiteItem]],
-    *,
-    model: str,
-    harness_path: str | Path,
-    runs_dir: str | Path,
-    run_id: str,
-    api_base: str | None = None,
-    backend: Any | None = None,
-    jobs: int = 2,
-    cache: bool = True,
-    cache_path: str | Path = DEFAULT_CACHE,
-    latency_budget_s: float = 15.0,
-    max_tokens: int = 256,
-    evals_dir: str | Path = "evals",
-    progress: Progress | None = None,
-) -> LoopRun:
+def evaluate_items(items: dict[str, list[SuiteItem]], **kwargs: Any) -> LoopRun:
     """Run ``items`` (suite -> items) under the harness folder ``harness_path`` into the run folder
     ``runs_dir/run_id``; if that run exists, only its missing cases run (resume). Suites the eval
-    runner does not know (``evolution``) have their cases written into the run folder.
+    runner does not know (``evolution``) have their cases written into the run folder. Takes the
+    keyword arguments of :func:`aevaluate_items`.
 
     >>> evaluate_items({"livestream": items}, model="oracle", harness_path="h", runs_dir="runs", run_id="r1").scores()   # doctest: +SKIP
     """
-    return asyncio.run(
-        aevaluate_items(
-            items,
-            model=model,
-            harness_path=harness_path,
-            runs_dir=runs_dir,
-            run_id=run_id,
-            api_base=api_base,
-            backend=backend,
-            jobs=jobs,
-            cache=cache,
-            cache_path=cache_path,
-            latency_budget_s=latency_budget_s,
-            max_tokens=max_tokens,
-            evals_dir=evals_dir,
-            progress=progress,
-        )
-    )
+    return asyncio.run(aevaluate_items(items, **kwargs))
 
 
 async def aevaluate_items(

@@ -80,7 +80,7 @@ class LocalModel:
         self.device = device
         self._torch = torch
         self._lock = threading.Lock()
-        self._stop_ids = _stop_token_ids(self.tokenizer, self.model)
+        self._stop_ids = stop_token_ids(self.tokenizer, self.model)
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
 
     def __repr__(self) -> str:
@@ -223,7 +223,8 @@ def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _stop_token_ids(tokenizer: Any, model: Any) -> list[int]:
+def stop_token_ids(tokenizer: Any, model: Any) -> list[int]:
+    """The end-of-turn ids of a checkpoint (tokenizer and generation config), deduplicated."""
     ids: list[int] = []
     gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     for value in (tokenizer.eos_token_id, gen_eos):
