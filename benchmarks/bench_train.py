@@ -2,7 +2,9 @@
 
 1. ``train sft`` tokens/s against plain TRL ``SFTTrainer`` on the same model, rows, ``max_length``,
    batch, precision and steps (goal: >= 0.95x). Both are timed around ``trainer.train()``; tokens are
-   TRL's own ``num_tokens`` count. The stage adds data checks, sizing, progress, manifests. The two
+   TRL's own ``num_tokens`` count (real tokens, padding excluded). The stage adds data checks, sizing,
+   progress, manifests, and batches rows of similar length together (``group_by_length``; the
+   baseline samples at random, so it pads each batch to its longest row). The two
    alternate over ``--rounds`` and the best of each is compared (the CPU may be shared).
 2. ``train rl``: episodes/s and the share of wall time spent generating (the policy sampling turns)
    against the share in the GRPO update (everything outside the rollout function), with the

@@ -109,6 +109,9 @@ class BaseStageConfig(TrainConfig):
     learning_rate: float = field(default=3e-3, metadata={"help": "Peak learning rate (from scratch: high)."})
     warmup_steps: int = field(default=30, metadata={"help": "Linear warm-up steps."})
     per_device_batch_size: int = field(default=16, metadata={"help": "Rows per step."})
+    group_by_length: bool = field(
+        default=True, metadata={"help": "Batch rows of similar length together (less padding)."}
+    )
 
     stage = "base"
 
@@ -131,6 +134,10 @@ class SFTStageConfig(TrainConfig):
         default=0.02, metadata={"help": "Refuse to train when more than this share of rows would be cut."}
     )
     packing: bool = field(default=False, metadata={"help": "Pack rows into full sequences (slower on CPU)."})
+    group_by_length: bool = field(
+        default=True,
+        metadata={"help": "Batch rows of similar length together (less padding: trajectories vary 600-1,600 tokens)."},
+    )
 
     stage = "sft"
 

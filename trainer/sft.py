@@ -42,6 +42,8 @@ def sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: Tra
         max_length=max_length,
         assistant_only_loss=True,
         packing=bool(getattr(cfg, "packing", False)),
+        # transformers' LengthGroupedSampler: shuffled megabatches, sorted by length within each
+        train_sampling_strategy="group_by_length" if getattr(cfg, "group_by_length", False) else "random",
         dataset_num_proc=None,
     )
     return SFTTrainer(

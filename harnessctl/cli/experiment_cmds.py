@@ -42,6 +42,13 @@ def hat(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print results.json on stdout.")] = False,
+    train_only: Annotated[
+        bool,
+        typer.Option(
+            "--train-only",
+            help="Train every arm not trained yet and stop before evaluating; the same command without it evaluates.",
+        ),
+    ] = False,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT; every arm on
     the four suites and the real history; writes results.json, results.md and report.html."""
@@ -76,7 +83,12 @@ def hat(
         )
         try:
             results = run_study(
-                plan, out_dir / name, command=command, say=lambda m: err.print(f"[dim]{m}[/]"), progress=not as_json
+                plan,
+                out_dir / name,
+                command=command,
+                say=lambda m: err.print(f"[dim]{m}[/]"),
+                progress=not as_json,
+                train_only=train_only,
             )
         except (StudyError, PlanError) as e:
             raise CLIError(str(e)) from None
@@ -85,6 +97,11 @@ def hat(
             raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
         print_json(results)
+        return
+    if train_only:
+        trained = ", ".join(results["trained"]) or "nothing (every arm was trained before)"
+        out.print(f"trained: {trained}")
+        out.print(f"evaluate with the same command without --train-only (folder {out_dir / name})")
         return
     _print(results, out_dir / name)
 

@@ -434,9 +434,15 @@ def run_study(
     command: str = "harnessctl experiment hat",
     say: Say | None = None,
     progress: bool = True,
+    train_only: bool = False,
 ) -> dict[str, Any]:
     """Run (or continue) the study ``plan`` describes under ``root``; writes ``results.json``,
-    ``results.md`` and ``report.html`` and returns the results."""
+    ``results.md`` and ``report.html`` and returns the results.
+
+    ``train_only`` trains every arm that is not trained yet and stops before any evaluation
+    (returns ``{"trained": [...arm names...]}``); the same call without it then evaluates. Training
+    is the part that wants the accelerator, evaluation the part that wants many parallel episodes:
+    the two can run at different times, or on different machines sharing the folder."""
     say = say or (lambda _msg: None)
     try:
         import trainer.stages  # noqa: F401 - the study needs the trainer
@@ -458,6 +464,15 @@ def run_study(
     if any(a.stage == "sft" for a in pending) or not data:
         data = build_datasets(plan, root, say)
         _write_json(root / "data" / "study-data.json", data)
+    if train_only:
+        trained = []
+        for arm in arms:
+            if arm not in pending:
+                continue
+            (root / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
+            train_arm(plan, arm, root, say, progress)
+            trained.append(arm.name)
+        return {"id": root.name, "trained": trained, "evaluated": False}
     records = [run_arm(plan, arm, root, say, progress) for arm in arms]
     results = collect(plan, root, records, data, command=command, wall_s=time.perf_counter() - wall)
     write_outputs(root, results)

@@ -60,7 +60,9 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "harnessctl.cli.main", "experiment", "hat", *args]
 
 
-def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(tiny_model_path, tmp_path):
+def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_and_trains_before_evaluating(
+    tiny_model_path, tmp_path
+):
     out = tmp_path / "experiments"
     cmd = cli("--quick", "--id", "mini", "--out", str(out), *tiny_study(tiny_model_path))
     base_done = out / "mini" / "arms" / "base" / "arm.json"
@@ -82,12 +84,25 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it(
     base_record = base_done.read_bytes()
     base_model = (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns
 
+    # --train-only trains every arm left (the killed one continues) and evaluates none of them
+    trained = subprocess.run(
+        [*cmd, "--train-only"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
+    )
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert "trained: fixed-sft, hsa-sft, hsa-sft-opd, hat" in trained.stdout
+    assert "evaluate" not in trained.stderr
+    for name in ("fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"):
+        assert (out / "mini" / "arms" / name / "model" / "train.json").is_file()
+        assert not (out / "mini" / "arms" / name / "eval").exists()
+        assert not (out / "mini" / "arms" / name / "arm.json").exists()
+    assert not (out / "mini" / "results.json").exists()
+
     second = subprocess.run(
         [*cmd, "--json"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
     )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "arm base: finished before" in second.stderr
-    assert "arm base: train" not in second.stderr  # the finished arm was not retrained ...
+    assert ": train " not in second.stderr  # neither the finished arm nor the trained ones were retrained ...
     assert base_done.read_bytes() == base_record  # ... nor rewritten
     assert (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns == base_model
 
