@@ -186,6 +186,13 @@ def test_an_unknown_shipped_name_is_one_line_and_exit_2_in_eval(data_root, livec
     assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_serve_takes_a_shipped_name_and_refuses_an_unknown_one_in_one_line(data_root):
+    _fake_checkpoint(data_root / "hat")
+    result = runner.invoke(app, ["serve", "shipped:fixed-sft"])
+    assert result.exit_code == 2 and "shipped:fixed-sft: no such shipped model (shipped: hat)" in result.stderr
+    assert "Traceback" not in result.output
+
+
 def test_a_shipped_model_runs_in_process_and_served(tmp_path, tiny_model_path, data_root, livecommerce_path):
     from harnessctl.models.base import GenerationSettings
     from harnessctl.models.litellm_backend import LiteLLMModel
