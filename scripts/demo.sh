@@ -7,12 +7,12 @@
 # `scripts/tour.sh` (`make tour`) walks through the other rooms: the tiny model built from
 # scratch, augmentation and every suite.
 #
-#   bash scripts/demo.sh                     LIMIT=40 bash scripts/demo.sh   (cases per run; default 20)
+#   bash scripts/demo.sh            LIMIT=40 OUT=/tmp/demo bash scripts/demo.sh   (cases per run: 20; out/demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-OUT=out/demo
+OUT="${OUT:-out/demo}"
 LIMIT="${LIMIT:-20}"
 rm -rf "$OUT" && mkdir -p "$OUT"
 # Each command is echoed quoted as a shell would need it (copy-paste runs it), in colour unless
