@@ -21,7 +21,7 @@ from typing import Any
 from harnessctl.models.base import ModelError
 from harnessctl.models.shipped import ShippedModel, check_name, install_model
 
-from .plan import StudyPlan, full_plan, quick_plan
+from .plan import PlanError, StudyPlan, full_plan, quick_plan
 from .runner import ARM_FILE, PLAN_FILE, RESULTS_JSON, StudyError
 
 
@@ -84,7 +84,10 @@ def ship_arm(
     record = _read(arm_dir / ARM_FILE)
     if record is None or record.get("status") != "done":
         finished = sorted(p.parent.name for p in (root / "arms").glob(f"*/{ARM_FILE}"))
-        known = [a.name for a in StudyPlan.from_dict(plan).arms()]
+        try:
+            known = [a.name for a in StudyPlan.from_dict(plan).arms()]
+        except PlanError as e:
+            raise StudyError(f"{root / PLAN_FILE}: {e}") from None
         what = "is not an arm of this study" if arm not in known else f"is not finished (no arms/{arm}/{ARM_FILE})"
         raise StudyError(
             f"--arm {arm}: {what}; finished arms: {', '.join(finished) or 'none'}. "

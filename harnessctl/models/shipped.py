@@ -137,7 +137,8 @@ def install_model(
     try:
         files = inference_files(source)
         for f in files:
-            shutil.copy2(f, staging / f.name)
+            shutil.copyfile(f, staging / f.name)
+            os.chmod(staging / f.name, 0o644)  # package data is readable by all (a trainer may save 0600 weights)
         record = {
             "shipped_version": SHIPPED_VERSION,
             "name": name,

@@ -34,6 +34,7 @@ def _study(root, tiny_model_path, *, arm="hat", finished=True, results=True):
     model = root / "arms" / arm / "model"
     shutil.copytree(tiny_model_path, model)
     (model / "train.json").write_text(json.dumps({"stage": "rl", "parent": "arms/hsa-sft-opd/model"}))
+    (model / "model.safetensors").chmod(0o600)  # as a trainer may save it
     ckpt = model / "checkpoint-30"
     shutil.copytree(tiny_model_path, ckpt)
     for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "training_args.bin"):
@@ -89,6 +90,7 @@ def test_ship_copies_only_what_inference_needs_with_its_provenance(tmp_path, tin
     assert set(info["files"]) == set(names) - {SHIPPED_FILE}
     assert json.loads(result.stdout)["model"] == "shipped:hat"
     assert not [p for p in data_root.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    assert all(p.stat().st_mode & 0o444 == 0o444 for p in [shipped, *shipped.iterdir()])  # readable by all
 
 
 def test_scores_come_from_the_arm_when_the_study_has_no_results_yet(tmp_path, tiny_model_path, data_root):
