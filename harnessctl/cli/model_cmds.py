@@ -32,13 +32,15 @@ def register(app: typer.Typer) -> None:
 def model_list(as_json: JsonOpt = False) -> None:
     """List the models shipped in the package (use them as --model shipped:NAME) with their
     scores, and the model commands use when no --model is given, and why."""
-    from harnessctl.models.registry import MODEL_ENV, SHIPPED_MODEL_DIR, default_model_source
+    from harnessctl.models.registry import MODEL_ENV, SHIPPED_MODEL_DIR, SHIPPED_PREFIX, default_model_source
     from harnessctl.models.shipped import list_shipped
 
     with cli_errors():
         models = list_shipped()
         spec, source = default_model_source()
     default_name = SHIPPED_MODEL_DIR.name if source == "shipped" else None
+    if spec.startswith(SHIPPED_PREFIX):  # $HARNESSCTL_MODEL may name a shipped model
+        default_name = spec[len(SHIPPED_PREFIX) :]
     why = {
         "env": f"${MODEL_ENV} is set",
         "trained": "a trained default is in .harnessctl/models/default",

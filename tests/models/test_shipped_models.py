@@ -238,4 +238,8 @@ def test_model_list_shows_shipped_models_their_scores_and_why_one_is_the_default
     listing = json.loads(runner.invoke(app, ["model", "list", "--json"]).stdout)
     assert listing["default"]["source"] == "env" and listing["default"]["model"] == "openai/mia"
     assert not any(m["default"] for m in listing["shipped"])
+    monkeypatch.setenv("HARNESSCTL_MODEL", "shipped:fixed-sft")
+    listing = json.loads(runner.invoke(app, ["model", "list", "--json"]).stdout)
+    assert listing["default"]["model"] == "shipped:fixed-sft" and listing["default"]["source"] == "env"
+    assert [m["default"] for m in listing["shipped"]] == [True, False]
     assert [m.name for m in list_shipped(data_root)] == ["fixed-sft", "hat"]
