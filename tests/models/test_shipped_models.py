@@ -243,3 +243,17 @@ def test_model_list_shows_shipped_models_their_scores_and_why_one_is_the_default
     assert listing["default"]["model"] == "shipped:fixed-sft" and listing["default"]["source"] == "env"
     assert [m["default"] for m in listing["shipped"]] == [True, False]
     assert [m.name for m in list_shipped(data_root)] == ["fixed-sft", "hat"]
+
+
+def test_training_starts_from_a_shipped_model_by_its_name(data_root, tmp_path):
+    (data_root / "hat").mkdir(parents=True)
+    (data_root / "hat" / "config.json").write_text("{}")  # no weights: the trainer names the folder it was given
+    for model, message in (
+        ("shipped:hat", f"{data_root / 'hat'}: not a checkpoint (missing model weights"),
+        ("shipped:nope", "shipped:nope: no such shipped model (shipped: hat)"),
+    ):
+        result = runner.invoke(
+            app, ["train", "sft", "--model", model, "--data", str(tmp_path), "--out", str(tmp_path / "o")]
+        )
+        assert result.exit_code == 2 and message in " ".join(result.stderr.split()), result.output
+        assert "Traceback" not in result.output
