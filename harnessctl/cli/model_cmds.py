@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from .common import JsonOpt
@@ -77,7 +78,8 @@ def model_list(as_json: JsonOpt = False) -> None:
         for m in models:
             if m.info.get("study"):
                 out.print(
-                    f"[dim]{m.spec}: arm {m.info.get('arm')} of study {m.info['study']}; {m.info.get('reproduce', '')}[/]"
+                    f"[dim]{m.spec}: arm {m.info.get('arm')} of study {m.info['study']}; "
+                    f"{escape(str(m.info.get('reproduce', '')))}[/]"
                 )
     else:
         out.print("[dim]no model is shipped in this package (ship one: harnessctl model ship --study DIR --arm hat)[/]")
@@ -125,4 +127,4 @@ def model_ship(
     scores = shipped.info.get("scores") or {}
     if scores:
         out.print("scores: " + ", ".join(f"{c} {_score(scores.get(c))}" for c in SCORE_COLUMNS if c in scores))
-    out.print(f"[dim]reproduce: {shipped.info['reproduce']}[/]")
+    out.print(f"[dim]reproduce: {escape(shipped.info['reproduce'])}[/]")
