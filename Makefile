@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo loop-demo test lint bench clean
+.PHONY: demo tour loop-demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	bash scripts/demo.sh
+
+tour: $(STAMP)
+	bash scripts/tour.sh
 
 loop-demo: $(STAMP)
 	PYTHON=$(BIN)/python bash scripts/loop_demo.sh

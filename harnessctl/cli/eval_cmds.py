@@ -655,7 +655,7 @@ def judge_calibrate(
             raise CLIError(
                 "no judge model: pass --judge MODEL (a litellm string, e.g. openai/gpt-4o-mini) or set HARNESSCTL_JUDGE"
             )
-        if spec == "oracle" or spec.startswith("local:"):
+        if spec == "oracle" or spec.startswith(("local:", "shipped:")):
             raise CLIError(
                 f"--judge {spec}: a judge must be a served model that can read and reason (a litellm model string)"
             )

@@ -42,6 +42,7 @@ COMMAND_MODULES = (
     "harnessctl.cli.validate_cmds",  # init, validate
     "harnessctl.cli.version_cmds",  # show, log, tag, diff
     "harnessctl.cli.run_cmds",  # run, serve, model init
+    "harnessctl.cli.model_cmds",  # model list, model ship
     "harnessctl.cli.augment_cmds",  # augment
     "harnessctl.cli.eval_cmds",  # eval, compare, report, judge
     "harnessctl.cli.train_cmds",  # train base|sft|distill|rl

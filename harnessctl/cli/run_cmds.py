@@ -313,6 +313,14 @@ def serve(
 
 
 def _serve_spec(model: str) -> str:
+    if model.startswith("shipped:"):
+        from harnessctl.models.base import ModelError
+        from harnessctl.models.registry import expand_model_spec
+
+        try:
+            return expand_model_spec(model)
+        except ModelError as e:
+            raise CLIError(str(e)) from None
     if model == "oracle" or model.startswith("local:"):
         return model
     path = Path(model).expanduser()

@@ -29,7 +29,7 @@ OutOpt = Annotated[
     Path | None, typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")
 ]
 ModelOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH works too).")
+    str | None, typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH and shipped:NAME work too).")
 ]
 StepsOpt = Annotated[int | None, typer.Option("--max-steps", min=1, help="Optimizer steps.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of data order, sampling and initialisation.")]
@@ -182,6 +182,17 @@ def rl(
     )
 
 
+def _checkpoint_folder(spec: str) -> str:
+    """The folder a ``--model``/``--teacher`` names: a path, ``local:PATH`` or ``shipped:NAME``."""
+    from harnessctl.models.base import ModelError
+    from harnessctl.models.registry import expand_model_spec
+
+    try:
+        return expand_model_spec(spec).removeprefix("local:")
+    except ModelError as e:
+        raise CLIError(str(e)) from None
+
+
 def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
     with cli_errors():
         try:
@@ -200,7 +211,7 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
             overrides[key.strip()] = value
         overrides.update(
             {
-                k: (str(v).removeprefix("local:") if k in ("model", "teacher") else str(v))
+                k: (_checkpoint_folder(str(v)) if k in ("model", "teacher") else str(v))
                 for k, v in options.items()
                 if v is not None
             }

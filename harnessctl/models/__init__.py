@@ -1,8 +1,9 @@
 """Model backends behind one interface, the embedded OpenAI-compatible server, the tiny model.
 
 - :mod:`~harnessctl.models.base` — the ``ModelBackend`` protocol, ``GenerationSettings``, ``ModelError``;
-- :mod:`~harnessctl.models.registry` — ``resolve_model("oracle" | "local:<path>" | "openai/<name>", ...)``
-  and the default model;
+- :mod:`~harnessctl.models.registry` — ``resolve_model("oracle" | "local:<path>" | "shipped:<name>" |
+  "openai/<name>", ...)`` and the default model;
+- :mod:`~harnessctl.models.shipped` — checkpoints shipped in the package (``harnessctl model ship | list``);
 - :mod:`~harnessctl.models.litellm_backend` — served models through litellm (retries, timeouts, keys);
 - :mod:`~harnessctl.models.local` — a checkpoint in process, with token ids and log-probabilities;
 - :mod:`~harnessctl.models.scripted` — a model that plays a fixed script (tests, demos);

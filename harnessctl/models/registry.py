@@ -5,6 +5,8 @@
   surface (default ``harnesses/livecommerce``), whatever harness it runs under
   (:class:`harnessctl.sim.oracle.OracleBlindModel`): the ceiling of a model that memorised it;
 - ``local:<path>`` — a checkpoint run in process (:class:`~harnessctl.models.local.LocalModel`);
+- ``shipped:<name>`` — a checkpoint shipped in the package (``harnessctl/models/data/<name>/``, written by
+  ``harnessctl model ship``), run in process like ``local:`` (:func:`expand_model_spec`);
 - anything else — a litellm provider string (:class:`~harnessctl.models.litellm_backend.LiteLLMModel`),
   e.g. ``openai/tiny`` with ``api_base="http://127.0.0.1:8000/v1"``.
 
@@ -37,8 +39,13 @@ BLIND_REFERENCE = Path("harnesses") / "livecommerce"
 MODEL_ENV = "HARNESSCTL_MODEL"
 #: Where the trained embedded default lives, relative to the project folder.
 DEFAULT_MODEL_DIR = Path(".harnessctl") / "models" / "default"
+#: Where ``harnessctl model ship`` puts checkpoints inside the package, one folder per name.
+SHIPPED_DATA_DIR = Path(__file__).resolve().parent / "data"
+SHIPPED_PREFIX = "shipped:"
+#: The shipped model that is the default when nothing else is configured.
+SHIPPED_DEFAULT = "hat"
 #: The trained model shipped inside the package (absent until a study's checkpoint is shipped).
-SHIPPED_MODEL_DIR = Path(__file__).resolve().parent / "data" / "hat"
+SHIPPED_MODEL_DIR = SHIPPED_DATA_DIR / SHIPPED_DEFAULT
 #: Where ``harnessctl model init`` writes the untrained tiny model unless told otherwise.
 TINY_MODEL_DIR = Path(".harnessctl") / "models" / "tiny"
 
@@ -57,6 +64,10 @@ def resolve_model(
     spec = (spec or "").strip()
     if not spec:
         raise ModelError("empty model string: use oracle, local:<path> or a litellm string such as openai/<name>")
+    if spec.startswith(SHIPPED_PREFIX):
+        if api_base:
+            raise ModelError("--api-base is for served models; shipped:<name> runs in process")
+        spec = expand_model_spec(spec)
     if spec == ORACLE:
         if api_base:
             raise ModelError("--api-base is for served models; the oracle runs in process")
@@ -80,6 +91,57 @@ def resolve_model(
     return LiteLLMModel(
         spec, api_base=api_base, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=max_retries, extra=extra
     )
+
+
+def shipped_names(data_root: Path | None = None) -> list[str]:
+    """The names of the checkpoints shipped in the package (folders under ``data_root`` that hold a
+    ``config.json``), sorted.
+
+    >>> shipped_names(Path("/nonexistent"))
+    []
+    """
+    root = SHIPPED_DATA_DIR if data_root is None else Path(data_root)
+    if not root.is_dir():
+        return []
+    return sorted(
+        p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "config.json").is_file()
+    )
+
+
+def shipped_model_dir(name: str, data_root: Path | None = None) -> Path:
+    """The folder of the shipped checkpoint ``name``; a :class:`ModelError` listing the shipped
+    names when there is none by that name.
+
+    >>> shipped_model_dir("hat", Path("/nonexistent"))
+    Traceback (most recent call last):
+    ...
+    harnessctl.models.base.ModelError: shipped:hat: no such shipped model (none is shipped in this package; ship one with `harnessctl model ship --study experiments/<id> --arm hat`)
+    """
+    root = SHIPPED_DATA_DIR if data_root is None else Path(data_root)
+    names = shipped_names(root)
+    if name not in names or "/" in name or name.startswith("."):
+        listing = (
+            f"shipped: {', '.join(names)}"
+            if names
+            else "none is shipped in this package; ship one with `harnessctl model ship --study experiments/<id> --arm hat`"
+        )
+        raise ModelError(f"{SHIPPED_PREFIX}{name}: no such shipped model ({listing})")
+    return root / name
+
+
+def expand_model_spec(spec: str, data_root: Path | None = None) -> str:
+    """``shipped:<name>`` as the ``local:<folder>`` it names; any other model string unchanged.
+    Raises :class:`ModelError` (listing the shipped names) for an unknown name.
+
+    >>> expand_model_spec("openai/tiny")
+    'openai/tiny'
+    """
+    if not spec.startswith(SHIPPED_PREFIX):
+        return spec
+    name = spec[len(SHIPPED_PREFIX) :].strip()
+    if not name:
+        raise ModelError(f"{SHIPPED_PREFIX} needs a name, e.g. {SHIPPED_PREFIX}{SHIPPED_DEFAULT}")
+    return f"local:{shipped_model_dir(name, data_root)}"
 
 
 def _oracle_blind(path: str) -> ModelBackend:

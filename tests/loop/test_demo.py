@@ -40,3 +40,37 @@ def test_loop_demo_goes_from_a_failing_run_to_a_gated_release(tmp_path, tiny_mod
 
 def test_the_vllm_script_is_valid_bash():
     assert subprocess.run(["bash", "-n", str(REPO_ROOT / "scripts" / "vllm_latency.sh")], check=False).returncode == 0
+
+
+def test_the_weekly_edit_demo_runs_whether_or_not_models_are_shipped(tmp_path):
+    """`make demo`: the weekly edit, its diff, and both models (or their stand-ins) under v3 and v4."""
+    out = tmp_path / "demo"
+    env = {
+        **os.environ,
+        "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+        "OUT": str(out),
+        "LIMIT": "4",
+        "NO_COLOR": "1",
+    }
+    proc = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "demo.sh")],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    text = proc.stdout
+    assert "$ harnessctl diff v3 v4 -H" in text
+    for change in ("renamed get_promotions → find_deals", "renamed explain_price → price_and_deals", "120 → 100"):
+        assert change in text
+    for name in ("hat", "fixed-sft"):
+        shipped = (REPO_ROOT / "harnessctl" / "models" / "data" / name / "config.json").is_file()
+        assert (f"--model shipped:{name}" in text) == shipped
+        assert (f"shipped:{name} is not shipped in this package yet" in text) != shipped
+        assert f"$ harnessctl compare {name}-v3 {name}-v4" in text
+        for rev in ("v3", "v4"):
+            assert (out / "runs" / f"{name}-{rev}" / "summary.json").is_file()
+        assert (out / f"report-{name}.html").is_file()

@@ -1,0 +1,130 @@
+"""``harnessctl model list | ship``: the models shipped in the package and the default model.
+
+- ``model list`` shows every shipped model (``shipped:<name>``) with the scores its
+  ``SHIPPED.json`` records, and which model a command uses when no ``--model`` is given, and why;
+- ``model ship --study experiments/<id> --arm hat`` copies a finished arm's model into the package.
+
+The ``model`` group itself (and ``model init``) is defined with ``run`` and ``serve``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from .common import JsonOpt
+from .output import CLIError, cli_errors, out, print_json
+from .run_cmds import model_app
+
+#: Score columns shown by ``model list`` (the suites of ``experiment hat``).
+SCORE_COLUMNS = ("livestream", "variant", "robustness", "ifeval")
+
+
+def register(app: typer.Typer) -> None:
+    model_app.command("list")(model_list)
+    model_app.command("ship")(model_ship)
+
+
+def model_list(as_json: JsonOpt = False) -> None:
+    """List the models shipped in the package (use them as --model shipped:NAME) with their
+    scores, and the model commands use when no --model is given, and why."""
+    from harnessctl.models.registry import MODEL_ENV, SHIPPED_MODEL_DIR, SHIPPED_PREFIX, default_model_source
+    from harnessctl.models.shipped import list_shipped
+
+    with cli_errors():
+        models = list_shipped()
+        spec, source = default_model_source()
+    default_name = SHIPPED_MODEL_DIR.name if source == "shipped" else None
+    if spec.startswith(SHIPPED_PREFIX):  # $HARNESSCTL_MODEL may name a shipped model
+        default_name = spec[len(SHIPPED_PREFIX) :]
+    why = {
+        "env": f"${MODEL_ENV} is set",
+        "trained": "a trained default is in .harnessctl/models/default",
+        "shipped": f"no ${MODEL_ENV}, no trained default: the shipped {default_name} model",
+        "oracle": f"no ${MODEL_ENV}, no trained default, no shipped {SHIPPED_MODEL_DIR.name} model: the reference policy",
+    }[source]
+    if as_json:
+        print_json(
+            {
+                "default": {"model": f"shipped:{default_name}" if default_name else spec, "source": source, "why": why},
+                "shipped": [
+                    {"name": m.name, "model": m.spec, "default": m.name == default_name, **m.info} for m in models
+                ],
+            }
+        )
+        return
+    if models:
+        table = Table(
+            title="shipped models (--model shipped:NAME; * the default)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for col in ("model", *SCORE_COLUMNS, "MB"):
+            table.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
+        for m in models:
+            scores: dict[str, Any] = m.info.get("scores") or {}
+            table.add_row(
+                m.spec + (" *" if m.name == default_name else ""),
+                *(_score(scores.get(c)) for c in SCORE_COLUMNS),
+                f"{m.size_bytes / 1e6:.1f}",
+            )
+        out.print(table)
+        for m in models:
+            if m.info.get("study"):
+                out.print(
+                    f"[dim]{m.spec}: arm {m.info.get('arm')} of study {m.info['study']}; "
+                    f"{escape(str(m.info.get('reproduce', '')))}[/]"
+                )
+    else:
+        out.print("[dim]no model is shipped in this package (ship one: harnessctl model ship --study DIR --arm hat)[/]")
+    shown = f"shipped:{default_name}" if default_name else spec
+    out.print(f"default model: [bold cyan]{shown}[/] ({why})")
+
+
+def _score(x: object) -> str:
+    return f"{x:.1f}" if isinstance(x, (int, float)) else "—"
+
+
+def model_ship(
+    study: Annotated[
+        Path, typer.Option("--study", help="The study folder `harnessctl experiment hat` wrote, e.g. experiments/full.")
+    ],
+    arm: Annotated[str, typer.Option("--arm", help="The finished arm whose model ships, e.g. hat or fixed-sft.")],
+    as_name: Annotated[
+        str | None, typer.Option("--as", help="Name of the shipped model (--model shipped:NAME). Default: the arm.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a shipped model of that name.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ship a finished arm's model inside the package (harnessctl/models/data/NAME): only what
+    inference needs, its train.json and a SHIPPED.json with the study, the arm, its scores and
+    the command that reproduces it. Never checkpoints or optimizer state."""
+    from harnessctl.experiment.runner import StudyError
+    from harnessctl.experiment.ship import ship_arm
+    from harnessctl.models.base import ModelError
+
+    with cli_errors():
+        if not study.is_dir():
+            raise CLIError(f"--study {study}: no such folder; pass the folder of a study, e.g. experiments/full")
+        try:
+            shipped = ship_arm(study, arm, as_name=as_name, force=force)
+        except (StudyError, ModelError) as e:
+            raise CLIError(str(e)) from None
+    if as_json:
+        print_json({"name": shipped.name, "model": shipped.spec, "path": str(shipped.path), **shipped.info})
+        return
+    files = shipped.info.get("files", {})
+    out.print(
+        f"shipped [bold cyan]{shipped.spec}[/] ← {study}/arms/{arm}/model: {len(files)} files, "
+        f"{sum(files.values()) / 1e6:.1f} MB in {shipped.path}"
+    )
+    scores = shipped.info.get("scores") or {}
+    if scores:
+        out.print("scores: " + ", ".join(f"{c} {_score(scores.get(c))}" for c in SCORE_COLUMNS if c in scores))
+    out.print(f"[dim]reproduce: {escape(shipped.info['reproduce'])}[/]")

@@ -1,0 +1,91 @@
+"""`eval --harness <an edited copy>` evaluates under the edited harness: the model sees the new
+surface (renamed tool and skill, reworded rule, the new constraint value, blocks in the new order)
+and the scorer expects it, by stable key. A policy that follows the harness it is given holds;
+one that memorised the old surface falls, on exactly the edited elements.
+
+This is what the weekly-edit demo (`make demo`) relies on.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from harnessctl.cli.main import app
+from harnessctl.harness import load_harness
+from harnessctl.harness.save import save_harness
+from harnessctl.loop.edits import apply_edit
+
+runner = CliRunner()
+WEEKLY_EDIT = [
+    {"op": "set", "element": "tool", "key": "promotions", "field": "name", "value": "find_deals"},
+    {"op": "set", "element": "skill", "key": "price_promo", "field": "name", "value": "price_and_deals"},
+    {
+        "op": "set",
+        "element": "rule",
+        "parent": "price_promo",
+        "key": "check_deals",
+        "field": "text",
+        "value": "Look up the deals with {{ tool.promotions }} and name the single best coupon, with its code.",
+    },
+    {"op": "set", "element": "constraint", "key": "max_reply_chars", "field": "value", "value": 100},
+    {"op": "move", "element": "prompt_block", "key": "reply_style", "to": 2},
+]
+
+
+@pytest.fixture(scope="module")
+def edited(livecommerce_path, tmp_path_factory):
+    """A copy of the shipped harness with this week's edit, written as a user's harness folder."""
+    folder = tmp_path_factory.mktemp("weekly") / "harness"
+    save_harness(apply_edit(load_harness(livecommerce_path), WEEKLY_EDIT), folder, base=livecommerce_path)
+    return folder
+
+
+def _eval(model, harness, runs, run_id, repo_root, *extra):
+    args = ["eval", "--suite", "livestream", "--model", model, "-H", str(harness), "--runs-dir", str(runs)]
+    args += ["--run-id", run_id, "--evals-dir", str(repo_root / "evals"), *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in (runs / run_id / "records.jsonl").read_text().splitlines()]
+
+
+def _tool_names(rows):
+    return {s["key"]: s["name"] for r in rows for s in r["record"]["tool_steps"]}
+
+
+def test_the_edited_surface_is_what_the_policy_sees_and_what_the_scorer_expects(
+    edited, livecommerce_path, repo_root, tmp_path
+):
+    old = _eval("oracle", livecommerce_path, tmp_path, "old", repo_root, "--limit", "20")
+    new = _eval("oracle", edited, tmp_path, "new", repo_root, "--limit", "20")
+    assert [r["case_id"] for r in old] == [r["case_id"] for r in new]
+    # the policy calls the tool and loads the skill by their new names, and is scored right for it
+    assert _tool_names(old)["promotions"] == "get_promotions" and _tool_names(new)["promotions"] == "find_deals"
+    loads = [s["arguments"].get("name") for r in new for s in r["record"]["tool_steps"] if s["key"] == "load_skill"]
+    assert "price_and_deals" in loads and "explain_price" not in loads
+    assert all(r["score"] == 1.0 for r in new), [r["failures"] for r in new if r["score"] < 1.0]
+    # the system prompt states the new limit, second, and the replies keep to it
+    system = new[0]["record"]["messages"][0]["content"]
+    assert system.split("\n\n")[1].startswith("Reply in at most 100 characters")
+    assert all(len(r["record"]["reply"]) <= 100 for r in new)
+    assert any(len(r["record"]["reply"]) > 100 for r in old)
+
+
+def test_a_policy_that_memorised_the_old_surface_falls_on_the_edited_elements(
+    edited, livecommerce_path, repo_root, tmp_path
+):
+    blind = f"oracle-blind:{livecommerce_path}"
+    old = _eval(blind, livecommerce_path, tmp_path, "old", repo_root, "--limit", "20")
+    new = _eval(blind, edited, tmp_path, "new", repo_root, "--limit", "20")
+    assert all(r["score"] == 1.0 for r in old)
+    failures = {f for r in new for f in r["failures"]}
+    assert {"over_length", "missing_call:promotions", "invalid_args:load_skill"} <= failures
+    assert sum(r["score"] for r in new) < sum(r["score"] for r in old)
+
+
+def test_a_checkpoint_is_prompted_with_the_edited_surface(edited, tiny_model_path, repo_root, tmp_path):
+    rows = _eval(f"local:{tiny_model_path}", edited, tmp_path, "tiny", repo_root, "--limit", "2", "--max-tokens", "4")
+    system = rows[0]["record"]["messages"][0]["content"]
+    assert "at most 100 characters" in system and "price_and_deals" in system and "explain_price" not in system
