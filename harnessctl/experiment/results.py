@@ -57,9 +57,17 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
             families[f].append(r)
     live = [r.latency_s for r in results if r.suite != "ifeval" and not r.cached and r.error is None]
     lat = latency_stats(live).to_dict()
+    components: dict[str, dict[str, float]] = {}
+    for suite, rs in by_suite.items():
+        names = sorted({k for r in rs for k in r.components})
+        if names:  # agent suites: the rubric's components, each a mean over the suite's cases
+            components[suite] = {
+                k: round(100.0 * sum(r.components.get(k, 0.0) for r in rs) / len(rs), 2) for k in names
+            }
     return {
         "scores": scores,
         "slices": slices,
+        "components": components,
         "families": {f: {"score": mean(rs), "n": len(rs)} for f, rs in sorted(families.items())},
         "n": {s: len(rs) for s, rs in by_suite.items()},
         "errors": sum(r.error is not None for r in results),
@@ -163,6 +171,32 @@ def _n(x: Any) -> str:
     return "—" if x is None else f"{x:.1f}"
 
 
+#: The rubric components that say whether a model follows the harness it is shown.
+FOLLOWING = ("skill_selection", "tool_rationality", "correctness")
+
+
+def component_table(results: dict[str, Any]) -> list[str]:
+    """Markdown lines: per arm, the components that show harness following on livestream (the
+    shipped harness) against variant (edited harnesses) -- a model that memorised one surface
+    loses skill selection and tool rationality under edits before its total moves much."""
+    arms = [a for a in results["arms"] if a.get("status") == "done" and a["metrics"].get("components")]
+    if not arms:
+        return []
+    head = " | ".join(f"{k.replace('_', ' ')} (livestream → variant)" for k in FOLLOWING)
+    lines = [
+        "Rubric components (0-100, mean over each suite's cases):",
+        "",
+        f"| arm | {head} |",
+        "| --- |" + " ---: |" * len(FOLLOWING),
+    ]
+    for arm in arms:
+        comps = arm["metrics"]["components"]
+        live, var = comps.get("livestream", {}), comps.get("variant", {})
+        cells = " | ".join(f"{_n(live.get(k))} → {_n(var.get(k))}" for k in FOLLOWING)
+        lines.append(f"| {arm['label']} | {cells} |")
+    return [*lines, ""]
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     """The study's table (arms × suites and slices, compute), the paper's numbers beside, and the goals."""
     lines = [
@@ -198,6 +232,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         "The paper's LS-QA is our livestream suite, its Harness-Variant our variant suite.",
         "",
+        *component_table(results),
         "## Goals",
         "",
     ]

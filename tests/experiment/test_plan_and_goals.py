@@ -140,6 +140,7 @@ def test_the_table_and_the_report_show_every_arm_beside_the_papers_numbers():
     assert "| *paper: HAT* | 94.8 | 94.6 |" in md and "73.8" in md and "83.5" in md
     assert "**met** — fixed-SFT collapses on edits" in md
     assert "`harnessctl experiment hat --quick`" in md
+    assert "Rubric components" not in md  # arms without component means: no empty table
     html = render_report(results)
     assert html.count("<svg") >= 4  # scores, learning curve, families, latency (and compute)
     assert "fixed-SFT" in html and "94.8" in html and "http" not in html.split("<body>")[1]
@@ -164,3 +165,22 @@ def test_each_arm_trains_from_its_parent_on_its_own_data_and_logs_a_curve(tmp_pa
     assert (cfgs["hsa-only-sft"].model, cfgs["hsa-only-sft"].hsa) == (model("hsa-sft"), False)
     assert all(c.eval_suites == "" and c.seed == plan.seed for c in cfgs.values())  # the study evaluates, once
     assert all(c.max_steps // c.logging_steps >= min(10, c.max_steps) for c in cfgs.values())
+
+
+def test_the_table_shows_whether_each_arm_follows_the_harness_under_edits_component_by_component():
+    fixed = _arm("fixed-sft", "fixed-SFT", {"livestream": 40.0, "variant": 20.0})
+    fixed["metrics"]["components"] = {
+        "livestream": {"skill_selection": 90.0, "tool_rationality": 70.0, "correctness": 50.0},
+        "variant": {"skill_selection": 30.0, "tool_rationality": 25.0, "correctness": 45.0},
+    }
+    results = {
+        "id": "s1",
+        "command": "harnessctl experiment hat",
+        "plan": {"preset": "full"},
+        "eval_cases": 2,
+        "arms": [fixed],
+        "goals": [],
+        "compute": {},
+    }
+    md = markdown_table(results)
+    assert "| fixed-SFT | 90.0 → 30.0 | 70.0 → 25.0 | 50.0 → 45.0 |" in md
