@@ -34,6 +34,8 @@ from .results import arm_metrics, judge_goals, markdown_table
 PLAN_FILE, ARM_FILE, TRAIN_FILE = "plan.json", "arm.json", "train.json"
 RESULTS_JSON, RESULTS_MD, REPORT_HTML = "results.json", "results.md", "report.html"
 RESULTS_VERSION = 1
+#: Plan fields a continued study may change: they add arms or change speed, never a result.
+FREE_FIELDS = ("ablations", "eval_jobs")
 #: The arm whose model the latency goal is measured on (the final model).
 FINAL_ARM = "hat"
 
@@ -63,7 +65,8 @@ def _write_json(path: Path, obj: Any) -> None:
 
 def open_study(plan: StudyPlan, root: str | Path) -> Path:
     """Create the study folder with its plan, or check that an existing one was started with the
-    same plan (adding ``ablations`` to a finished study is allowed: it only adds arms)."""
+    same plan (adding ``ablations`` to a finished study is allowed: it only adds arms; ``eval_jobs``
+    may change: how many episodes run at once changes no result)."""
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise StudyError(f"{root}: is a file; pass --out with a folder and --id with a new name")
@@ -72,7 +75,8 @@ def open_study(plan: StudyPlan, root: str | Path) -> Path:
     if old is not None:
         old = {**new, **old}  # a field added since the study started could not have been chosen otherwise
         diffs = plan_differences(
-            {k: v for k, v in old.items() if k != "ablations"}, {k: v for k, v in new.items() if k != "ablations"}
+            {k: v for k, v in old.items() if k not in FREE_FIELDS},
+            {k: v for k, v in new.items() if k not in FREE_FIELDS},
         )
         if diffs:
             raise StudyError(

@@ -184,3 +184,12 @@ def test_the_table_shows_whether_each_arm_follows_the_harness_under_edits_compon
     }
     md = markdown_table(results)
     assert "| fixed-SFT | 90.0 → 30.0 | 70.0 → 25.0 | 50.0 → 45.0 |" in md
+
+
+def test_a_continued_study_may_run_more_episodes_at_once_but_not_change_its_plan(tmp_path):
+    from harnessctl.experiment.runner import StudyError, open_study
+
+    open_study(apply_overrides(full_plan(), ["sft.max_steps=600"]), tmp_path / "s")
+    open_study(full_plan(eval_jobs=2), tmp_path / "s")  # the preset's 600 is the --set's "600"; -j may change
+    with pytest.raises(StudyError, match="eval_limit"):
+        open_study(apply_overrides(full_plan(), ["eval_limit=3"]), tmp_path / "s")
