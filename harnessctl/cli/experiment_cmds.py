@@ -49,6 +49,13 @@ def hat(
             help="Train every arm not trained yet and stop before evaluating; the same command without it evaluates.",
         ),
     ] = False,
+    eval_only: Annotated[
+        bool,
+        typer.Option(
+            "--eval-only",
+            help="Evaluate every arm whose training has finished and train nothing (beside a --train-only run).",
+        ),
+    ] = False,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT; every arm on
     the four suites and the real history; writes results.json, results.md and report.html."""
@@ -77,7 +84,7 @@ def hat(
         from harnessctl.experiment.runner import run_study
 
         command = (
-            "harnessctl " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+            "harnessctl " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a not in ("--train-only", "--eval-only"))
             if sys.argv[1:2] == ["experiment"]
             else "harnessctl experiment hat"
         )
@@ -89,6 +96,7 @@ def hat(
                 say=lambda m: err.print(f"[dim]{m}[/]"),
                 progress=not as_json,
                 train_only=train_only,
+                eval_only=eval_only,
             )
         except (StudyError, PlanError) as e:
             raise CLIError(str(e)) from None
@@ -97,6 +105,10 @@ def hat(
             raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
         print_json(results)
+        return
+    if "waiting" in results:
+        out.print(f"evaluated: {', '.join(results['evaluated']) or 'nothing new'}")
+        out.print(f"not trained yet: {', '.join(results['waiting'])}; rerun --eval-only once they are")
         return
     if train_only:
         trained = ", ".join(results["trained"]) or "nothing (every arm was trained before)"

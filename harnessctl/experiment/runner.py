@@ -153,6 +153,14 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     return cfg
 
 
+def trained(root: Path, arm: Arm) -> bool:
+    """Whether ``arm``'s training has finished (its summary and its final model are written)."""
+    from trainer.common import MANIFEST
+
+    arm_dir = root / "arms" / arm.name
+    return (arm_dir / TRAIN_FILE).is_file() and (arm_dir / "model" / MANIFEST).is_file()
+
+
 def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
     """Train ``arm`` (or continue it from its last checkpoint); returns ``train.json``'s content."""
     from trainer.common import MANIFEST, TrainError, last_checkpoint
@@ -439,6 +447,7 @@ def run_study(
     say: Say | None = None,
     progress: bool = True,
     train_only: bool = False,
+    eval_only: bool = False,
 ) -> dict[str, Any]:
     """Run (or continue) the study ``plan`` describes under ``root``; writes ``results.json``,
     ``results.md`` and ``report.html`` and returns the results.
@@ -446,7 +455,13 @@ def run_study(
     ``train_only`` trains every arm that is not trained yet and stops before any evaluation
     (returns ``{"trained": [...arm names...]}``); the same call without it then evaluates. Training
     is the part that wants the accelerator, evaluation the part that wants many parallel episodes:
-    the two can run at different times, or on different machines sharing the folder."""
+    the two can run at different times, or on different machines sharing the folder.
+
+    ``eval_only`` evaluates every arm whose training has finished and trains nothing: run beside a
+    ``train_only`` run, it evaluates arms as they finish training. It writes the results once every
+    arm is done; until then it returns ``{"evaluated": [...], "waiting": [...]}``."""
+    if train_only and eval_only:
+        raise StudyError("--train-only and --eval-only exclude each other; pass one of them, or neither")
     say = say or (lambda _msg: None)
     try:
         import trainer.stages  # noqa: F401 - the study needs the trainer
@@ -477,7 +492,20 @@ def run_study(
             train_arm(plan, arm, root, say, progress)
             trained.append(arm.name)
         return {"id": root.name, "trained": trained, "evaluated": False}
-    records = [run_arm(plan, arm, root, say, progress) for arm in arms]
+    if eval_only:
+        records, evaluated, waiting = [], [], []
+        for arm in arms:
+            if arm in pending and not trained(root, arm):
+                say(f"arm {arm.name}: not trained yet, not evaluated")
+                waiting.append(arm.name)
+                continue
+            records.append(run_arm(plan, arm, root, say, progress))
+            if arm in pending:
+                evaluated.append(arm.name)
+        if waiting:
+            return {"id": root.name, "evaluated": evaluated, "waiting": waiting}
+    else:
+        records = [run_arm(plan, arm, root, say, progress) for arm in arms]
     results = collect(plan, root, records, data, command=command, wall_s=time.perf_counter() - wall)
     write_outputs(root, results)
     return results

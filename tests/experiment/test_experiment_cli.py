@@ -60,7 +60,7 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "harnessctl.cli.main", "experiment", "hat", *args]
 
 
-def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_and_trains_before_evaluating(
+def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_and_trains_and_evaluates_apart(
     tiny_model_path, tmp_path
 ):
     out = tmp_path / "experiments"
@@ -84,6 +84,14 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     base_record = base_done.read_bytes()
     base_model = (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns
 
+    # --eval-only trains nothing: the arms whose training has not finished wait
+    waiting = subprocess.run(
+        [*cmd, "--eval-only"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
+    )
+    assert waiting.returncode == 0, waiting.stderr[-3000:]
+    assert "not trained yet: fixed-sft, hsa-sft, hsa-sft-opd, hat" in waiting.stdout
+    assert ": train " not in waiting.stderr and not (out / "mini" / "results.json").exists()
+
     # --train-only trains every arm left (the killed one continues) and evaluates none of them
     trained = subprocess.run(
         [*cmd, "--train-only"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
@@ -97,8 +105,9 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         assert not (out / "mini" / "arms" / name / "arm.json").exists()
     assert not (out / "mini" / "results.json").exists()
 
+    # --eval-only now evaluates every trained arm and writes the results
     second = subprocess.run(
-        [*cmd, "--json"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
+        [*cmd, "--eval-only", "--json"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
     )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "arm base: finished before" in second.stderr
@@ -107,6 +116,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns == base_model
 
     results = json.loads(second.stdout)
+    assert "--quick" in results["command"] and "only" not in results["command"]  # how to reproduce it
     study = out / "mini"
     assert [a["name"] for a in results["arms"]] == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]
     for arm in results["arms"]:
