@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo tour loop-demo test lint bench clean
+.PHONY: demo tour loop-demo test lint study-quick bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ loop-demo: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q -n 2
+
+# The HAT study's --quick preset end to end (every arm trained and evaluated), from scratch in
+# out/study-quick; CI runs it after the tests (.ci/run).
+study-quick: $(STAMP)
+	rm -rf out/study-quick
+	$(BIN)/harnessctl experiment hat --quick --out out/study-quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
