@@ -31,6 +31,8 @@ from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
 
 PREFIX = "local:"
+#: The shortest prefix shared by a batch's prompts that is computed once for all of them.
+MIN_SHARED_PREFIX = 64
 #: Markers kept in decoded text even when a tokenizer lists them as special.
 _KEEP = frozenset({"<tool_call>", "</tool_call>", "<think>", "</think>"})
 
@@ -100,6 +102,8 @@ class LocalModel:
         if self.tokenizer.pad_token_id is None:  # left padding needs one; a stop token is never attended
             self.tokenizer.pad_token = self.tokenizer.convert_ids_to_tokens(self._stop_ids[0])
         self._pad_id = self.tokenizer.pad_token_id
+        #: Prompt tokens a batch did not compute again because its rows share them.
+        self.shared_prefix_tokens = 0
         self._batcher = RequestBatcher(self._run_batch, max_batch=max_batch, gather_s=gather_s, name="local-model")
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
 
@@ -217,18 +221,33 @@ class LocalModel:
             kwargs["stopping_criteria"] = _row_budgets(budgets, max(len(p) for p in prompts), self.device)
         if len(requests) == 1 and requests[0].on_text is not None:
             kwargs["streamer"] = _text_callback(self.tokenizer, requests[0].on_text)
+        shared = _shared_prefix(prompts) if len(prompts) > 1 else 0
+        # Left padding, after the prefix every prompt shares (the system prompt and tools of an
+        # eval's episodes): that prefix is computed once and its KV cache copied to every row.
         batch = self.tokenizer.pad(
-            {"input_ids": prompts}, padding=True, padding_side="left", return_attention_mask=True, return_tensors="pt"
+            {"input_ids": [p[shared:] for p in prompts]},
+            padding=True,
+            padding_side="left",
+            return_attention_mask=True,
+            return_tensors="pt",
         )
+        input_ids, attention_mask = batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
         if len(requests) == 1 and settings.seed is not None:
             torch.manual_seed(settings.seed)
         with torch.inference_mode():
-            out = self.model.generate(
-                input_ids=batch["input_ids"].to(self.device),
-                attention_mask=batch["attention_mask"].to(self.device),
-                **kwargs,
-            )
-        width = batch["input_ids"].shape[1]
+            if shared:
+                from transformers import DynamicCache
+
+                prefix = torch.tensor([prompts[0][:shared]], device=self.device)
+                cache = DynamicCache(config=self.model.config)
+                self.model(input_ids=prefix, cache=cache, use_cache=True, logits_to_keep=1)
+                cache.batch_repeat_interleave(len(prompts))
+                kwargs["cache"] = cache
+                input_ids = torch.cat([prefix.expand(len(prompts), -1), input_ids], dim=1)
+                attention_mask = torch.cat([torch.ones_like(input_ids[:, :shared]), attention_mask], dim=1)
+                self.shared_prefix_tokens += shared * (len(prompts) - 1)
+            out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        width = input_ids.shape[1]
         steps = torch.stack(out.logits, dim=1).float() if self.return_logprobs and out.logits else None
         responses = []
         for row, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
@@ -290,6 +309,20 @@ def batch_key(settings: GenerationSettings, *, streaming: bool = False) -> tuple
             return None
         return ("sample", settings.temperature, settings.top_p)
     return ("greedy",)
+
+
+def _shared_prefix(prompts: list[list[int]]) -> int:
+    """How many leading tokens every prompt shares, when worth computing once (at least
+    :data:`MIN_SHARED_PREFIX`; each prompt keeps one token of its own to feed the model).
+
+    >>> _shared_prefix([[1] * 80 + [2], [1] * 80 + [3, 4]]), _shared_prefix([[1, 2], [1, 3]])
+    (80, 0)
+    """
+    n, shortest = 0, min(len(p) for p in prompts) - 1
+    first = prompts[0]
+    while n < shortest and all(p[n] == first[n] for p in prompts):
+        n += 1
+    return n if n >= MIN_SHARED_PREFIX else 0
 
 
 def _cut(tokens: list[int], max_tokens: int, stop_ids: list[int]) -> list[int]:

@@ -91,9 +91,11 @@ def test_greedy_turns_batched_together_are_token_for_token_what_each_gets_alone(
     messages, tools = chats
     calls = [(m, tools, GenerationSettings(max_tokens=n)) for m, n in zip(messages, BUDGETS, strict=True)]
     solo = [alone.generate(*call) for call in calls]
-    before = dict(together.batch_stats.sizes)
+    before, shared = dict(together.batch_stats.sizes), together.shared_prefix_tokens
     batched = in_threads(together, calls)
     assert sizes_since(together, before) == {8: 1}  # one model.generate for all eight
+    # the system prompt and tool list, common to all eight, computed once, not eight times
+    assert together.shared_prefix_tokens - shared >= 7 * 500
     assert len({r.prompt_tokens for r in solo}) > 1  # prompts of different lengths: left padding was used
     for s, b, n in zip(solo, batched, BUDGETS, strict=True):
         assert_same_turn(s, b)
@@ -119,6 +121,16 @@ def test_each_row_ends_at_its_own_stop_token(tiny_model_path, chats):
     assert solo[0].completion_token_ids[-1] == probe[3]
     for s, b in zip(solo, batched, strict=True):
         assert_same_turn(s, b)
+
+
+def test_prompts_with_little_in_common_are_padded_whole_and_still_exact(alone, together):
+    chats = [[{"role": "user", "content": q}] for q in QUERIES[:4]]  # share only the turn marker
+    calls = [(m, [], GenerationSettings(max_tokens=n)) for m, n in zip(chats, BUDGETS[:4], strict=True)]
+    before, shared = dict(together.batch_stats.sizes), together.shared_prefix_tokens
+    batched = in_threads(together, calls)
+    assert sizes_since(together, before) == {4: 1} and together.shared_prefix_tokens == shared
+    for call, b in zip(calls, batched, strict=True):
+        assert_same_turn(alone.generate(*call), b)
 
 
 def test_asyncio_callers_share_a_batch_without_a_thread_each(alone, together, chats):
