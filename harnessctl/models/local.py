@@ -197,7 +197,8 @@ class LocalModel:
 
     def _generate_rows(self, requests: list[_Request], prompts: list[list[int]]) -> list[ModelResponse]:
         """One ``model.generate`` over left-padded prompts that share their settings (the first
-        request's); each row is cut at its own stop token and ``max_tokens``."""
+        request's), their common prefix computed once; each row is cut at its own stop token and
+        ``max_tokens``, its logprobs taken from its own steps' logits."""
         torch = self._torch
         settings = requests[0].settings
         budgets = [r.settings.max_tokens for r in requests]
@@ -248,14 +249,14 @@ class LocalModel:
                 self.shared_prefix_tokens += shared * (len(prompts) - 1)
             out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         width = input_ids.shape[1]
-        steps = torch.stack(out.logits, dim=1).float() if self.return_logprobs and out.logits else None
+        steps = out.logits if self.return_logprobs and out.logits else None
         responses = []
         for row, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
             completion = _cut(out.sequences[row, width:].tolist(), request.settings.max_tokens, self._stop_ids)
             logprobs = None
-            if steps is not None:
-                chosen = torch.tensor(completion, device=steps.device, dtype=torch.long)
-                own = steps[row, : len(completion)]  # (its new tokens, vocab)
+            if steps is not None and completion:
+                own = torch.stack([step[row] for step in steps[: len(completion)]]).float()  # (its tokens, vocab)
+                chosen = torch.tensor(completion, device=own.device, dtype=torch.long)
                 logprobs = own.log_softmax(-1).gather(-1, chosen[:, None])[:, 0].tolist()
             responses.append(self._response(request, prompt, completion, logprobs))
         return responses
