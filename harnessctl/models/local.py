@@ -2,7 +2,10 @@
 
 ``local:<path>`` loads a model folder (``config.json``, weights, tokenizer with a chat template)
 from disk only; nothing is downloaded. Each turn renders the conversation with the tokenizer's
-own chat template and ``tools=``, generates, and parses tool calls from the text. The response
+own chat template and ``tools=``, generates, and parses tool calls from the text. Concurrent
+turns (``eval -j N``, the embedded server's request threads) are batched: requests that wait
+together and share their sampling settings run as one left-padded ``model.generate`` (up to
+``max_batch`` rows), and each gets exactly the tokens it would get alone. The response
 carries the prompt and completion token ids and the completion's log-probabilities: the seam a
 trainer uses to drive the agent loop for RL.
 
@@ -15,18 +18,21 @@ True
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harnessctl.models._quiet import quiet_transformers
 from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.models.batching import GATHER_S, BatchStats, RequestBatcher
 from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
 
 PREFIX = "local:"
+#: The shortest prefix shared by a batch's prompts that is computed once for all of them.
+MIN_SHARED_PREFIX = 64
 #: Markers kept in decoded text even when a tokenizer lists them as special.
 _KEEP = frozenset({"<tool_call>", "</tool_call>", "<think>", "</think>"})
 
@@ -41,12 +47,25 @@ def local_path(spec: str) -> Path:
 
 
 class LocalModel:
-    """A transformers causal LM from a local folder. One ``generate`` at a time (a lock guards
-    the model); ``return_logprobs`` adds the log-probability of each generated token under the
-    model's unprocessed distribution (temperature 1).
+    """A transformers causal LM from a local folder. One worker thread runs the model; concurrent
+    ``generate`` calls that can share a batch (:func:`batch_key`) run together, up to
+    ``max_batch`` at a time (``1``: one at a time), after waiting up to ``gather_s`` for company.
+    ``return_logprobs`` adds the log-probability of each generated token under the model's
+    unprocessed distribution (temperature 1).
+
+    >>> m = LocalModel("local:.harnessctl/models/tiny", max_batch=8)            # doctest: +SKIP
     """
 
-    def __init__(self, spec: str, *, device: str = "cpu", dtype: str | None = None, return_logprobs: bool = True):
+    def __init__(
+        self,
+        spec: str,
+        *,
+        device: str = "cpu",
+        dtype: str | None = None,
+        return_logprobs: bool = True,
+        max_batch: int = 16,
+        gather_s: float = GATHER_S,
+    ):
         path = local_path(spec)
         self.name = f"{PREFIX}{path}"
         self.path = path
@@ -79,8 +98,13 @@ class LocalModel:
         self.model.eval()
         self.device = device
         self._torch = torch
-        self._lock = threading.Lock()
         self._stop_ids = stop_token_ids(self.tokenizer, self.model)
+        if self.tokenizer.pad_token_id is None:  # left padding needs one; a stop token is never attended
+            self.tokenizer.pad_token = self.tokenizer.convert_ids_to_tokens(self._stop_ids[0])
+        self._pad_id = self.tokenizer.pad_token_id
+        #: Prompt tokens a batch did not compute again because its rows share them.
+        self.shared_prefix_tokens = 0
+        self._batcher = RequestBatcher(self._run_batch, max_batch=max_batch, gather_s=gather_s, name="local-model")
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
 
     def __repr__(self) -> str:
@@ -110,31 +134,80 @@ class LocalModel:
     ) -> ModelResponse:
         """One assistant turn: content, parsed tool calls, token ids and log-probabilities.
 
+        Safe to call from many threads at once: concurrent calls that can share a batch (see
+        :func:`batch_key`) run as one ``model.generate``, each getting what it would get alone.
+
         ``on_text``, when given, is called as the tokens come (transformers' ``TextStreamer``
         decoding, a word at a time) with the completion's text so far, turn markers removed and
-        tool-call blocks still in: the embedded server streams from it.
+        tool-call blocks still in: the embedded server streams from it. A streamed call runs alone,
+        and ``on_text`` is called from the model's worker thread.
 
         >>> m.generate(msgs, [], GenerationSettings(max_tokens=16), on_text=print)   # doctest: +SKIP
         """
-        torch = self._torch
-        started = time.perf_counter()
+        request = _Request(messages, tools, settings, on_text, time.perf_counter())
+        return self._batcher.call(request, batch_key(settings, streaming=on_text is not None))
+
+    async def agenerate(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
+    ) -> ModelResponse:
+        """:meth:`generate` for an asyncio caller: the request waits in the batch queue without a
+        thread of its own, so ``eval -j 8`` puts eight requests in one batch.
+
+        >>> responses = await asyncio.gather(*(m.agenerate(msgs, [], s) for msgs in chats))   # doctest: +SKIP
+        """
+        request = _Request(messages, tools, settings, None, time.perf_counter())
+        return await self._batcher.acall(request, batch_key(settings))
+
+    @property
+    def batch_stats(self) -> BatchStats:
+        """How many requests and batches this model has run, by batch size."""
+        return self._batcher.stats
+
+    # -- the worker's side ------------------------------------------------------------------------
+
+    def _prompt(self, request: _Request) -> list[int]:
         try:
-            prompt = self.prompt_ids(messages, tools)
+            prompt = self.prompt_ids(request.messages, request.tools)
         except Exception as e:  # noqa: BLE001 - template errors are the caller's input problem
             raise ModelError(f"{self.name}: the chat template failed on these messages: {_first_line(e)}") from None
-        if self.max_positions and len(prompt) + settings.max_tokens > self.max_positions:
+        max_tokens = request.settings.max_tokens
+        if self.max_positions and len(prompt) + max_tokens > self.max_positions:
             raise ContextLengthError(
-                f"{self.name}: prompt of {len(prompt)} tokens + max_tokens {settings.max_tokens} exceeds "
+                f"{self.name}: prompt of {len(prompt)} tokens + max_tokens {max_tokens} exceeds "
                 f"the model's {self.max_positions} positions"
             )
+        return prompt
+
+    def _run_batch(self, requests: list[_Request]) -> list[ModelResponse | Exception]:
+        """The batcher's ``run``: render every prompt (a request that fails here fails alone),
+        then generate the rest as one batch."""
+        results: list[ModelResponse | Exception | None] = [None] * len(requests)
+        prompts: list[list[int]] = []
+        rows: list[int] = []
+        for i, request in enumerate(requests):
+            try:
+                prompts.append(self._prompt(request))
+                rows.append(i)
+            except ModelError as e:
+                results[i] = e
+        if rows:
+            for i, response in zip(rows, self._generate_rows([requests[i] for i in rows], prompts), strict=True):
+                results[i] = response
+        return results  # type: ignore[return-value]
+
+    def _generate_rows(self, requests: list[_Request], prompts: list[list[int]]) -> list[ModelResponse]:
+        """One ``model.generate`` over left-padded prompts that share their settings (the first
+        request's), their common prefix computed once; each row is cut at its own stop token and
+        ``max_tokens``, its logprobs taken from its own steps' logits."""
+        torch = self._torch
+        settings = requests[0].settings
+        budgets = [r.settings.max_tokens for r in requests]
         sample = settings.temperature > 0
         kwargs: dict[str, Any] = {
-            "max_new_tokens": settings.max_tokens,
+            "max_new_tokens": max(budgets),
             "do_sample": sample,
             "eos_token_id": self._stop_ids,
-            "pad_token_id": self.tokenizer.pad_token_id
-            if self.tokenizer.pad_token_id is not None
-            else self._stop_ids[0],
+            "pad_token_id": self._pad_id,
             "return_dict_in_generate": True,
             "output_logits": self.return_logprobs,
         }
@@ -145,20 +218,52 @@ class LocalModel:
         else:
             # Greedy: clear sampling defaults a checkpoint's generation_config may carry.
             kwargs.update(temperature=None, top_p=None, top_k=None)
-        if on_text is not None:
-            kwargs["streamer"] = _text_callback(self.tokenizer, on_text)
-        input_ids = torch.tensor([prompt], device=self.device)
-        with self._lock:
-            if settings.seed is not None:
-                torch.manual_seed(settings.seed)
-            with torch.inference_mode():
-                out = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
-        completion = out.sequences[0, len(prompt) :].tolist()
-        logprobs = None
-        if self.return_logprobs and out.logits:
-            steps = torch.stack(out.logits, dim=1)[0].float()  # (new tokens, vocab)
-            chosen = torch.tensor(completion, device=steps.device)
-            logprobs = steps.log_softmax(-1).gather(-1, chosen[:, None])[:, 0].tolist()
+        if len(set(budgets)) > 1:
+            kwargs["stopping_criteria"] = _row_budgets(budgets, max(len(p) for p in prompts), self.device)
+        if len(requests) == 1 and requests[0].on_text is not None:
+            kwargs["streamer"] = _text_callback(self.tokenizer, requests[0].on_text)
+        shared = _shared_prefix(prompts) if len(prompts) > 1 else 0
+        # Left padding, after the prefix every prompt shares (the system prompt and tools of an
+        # eval's episodes): that prefix is computed once and its KV cache copied to every row.
+        batch = self.tokenizer.pad(
+            {"input_ids": [p[shared:] for p in prompts]},
+            padding=True,
+            padding_side="left",
+            return_attention_mask=True,
+            return_tensors="pt",
+        )
+        input_ids, attention_mask = batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
+        if len(requests) == 1 and settings.seed is not None:
+            torch.manual_seed(settings.seed)
+        with torch.inference_mode():
+            if shared:
+                from transformers import DynamicCache
+
+                prefix = torch.tensor([prompts[0][:shared]], device=self.device)
+                cache = DynamicCache(config=self.model.config)
+                self.model(input_ids=prefix, cache=cache, use_cache=True, logits_to_keep=1)
+                cache.batch_repeat_interleave(len(prompts))
+                kwargs["cache"] = cache
+                input_ids = torch.cat([prefix.expand(len(prompts), -1), input_ids], dim=1)
+                attention_mask = torch.cat([torch.ones_like(input_ids[:, :shared]), attention_mask], dim=1)
+                self.shared_prefix_tokens += shared * (len(prompts) - 1)
+            out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        width = input_ids.shape[1]
+        steps = out.logits if self.return_logprobs and out.logits else None
+        responses = []
+        for row, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
+            completion = _cut(out.sequences[row, width:].tolist(), request.settings.max_tokens, self._stop_ids)
+            logprobs = None
+            if steps is not None and completion:
+                own = torch.stack([step[row] for step in steps[: len(completion)]]).float()  # (its tokens, vocab)
+                chosen = torch.tensor(completion, device=own.device, dtype=torch.long)
+                logprobs = own.log_softmax(-1).gather(-1, chosen[:, None])[:, 0].tolist()
+            responses.append(self._response(request, prompt, completion, logprobs))
+        return responses
+
+    def _response(
+        self, request: _Request, prompt: list[int], completion: list[int], logprobs: list[float] | None
+    ) -> ModelResponse:
         stopped = bool(completion) and completion[-1] in self._stop_ids
         text = self.tokenizer.decode(completion[:-1] if stopped else completion, skip_special_tokens=False)
         text = _strip_special(text, self.tokenizer)
@@ -170,12 +275,79 @@ class LocalModel:
             finish_reason=finish,
             prompt_tokens=len(prompt),
             completion_tokens=len(completion),
-            latency_s=time.perf_counter() - started,
+            latency_s=time.perf_counter() - request.started,
             prompt_token_ids=prompt,
             completion_token_ids=completion,
             logprobs=logprobs,
             parse_errors=errors,
         )
+
+
+@dataclass
+class _Request:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    settings: GenerationSettings
+    on_text: Callable[[str], None] | None
+    started: float
+
+
+def batch_key(settings: GenerationSettings, *, streaming: bool = False) -> tuple[Any, ...] | None:
+    """Which requests may share one ``model.generate``: greedy ones together, sampled ones with
+    the same temperature and top_p together; ``None`` (run alone) for a streamed request or a
+    sampled one with its own seed (a seed fixes one sequence's draws, not a batch's).
+    ``max_tokens`` does not matter: each row stops at its own.
+
+    >>> batch_key(GenerationSettings(max_tokens=8)) == batch_key(GenerationSettings(max_tokens=64, seed=3))
+    True
+    >>> batch_key(GenerationSettings(temperature=0.7, seed=1)) is None
+    True
+    """
+    if streaming:
+        return None
+    if settings.temperature > 0:
+        if settings.seed is not None:
+            return None
+        return ("sample", settings.temperature, settings.top_p)
+    return ("greedy",)
+
+
+def _shared_prefix(prompts: list[list[int]]) -> int:
+    """How many leading tokens every prompt shares, when worth computing once (at least
+    :data:`MIN_SHARED_PREFIX`; each prompt keeps one token of its own to feed the model).
+
+    >>> _shared_prefix([[1] * 80 + [2], [1] * 80 + [3, 4]]), _shared_prefix([[1, 2], [1, 3]])
+    (80, 0)
+    """
+    n, shortest = 0, min(len(p) for p in prompts) - 1
+    first = prompts[0]
+    while n < shortest and all(p[n] == first[n] for p in prompts):
+        n += 1
+    return n if n >= MIN_SHARED_PREFIX else 0
+
+
+def _cut(tokens: list[int], max_tokens: int, stop_ids: list[int]) -> list[int]:
+    """A row's own completion: at most ``max_tokens``, ending at its first stop token (kept)."""
+    tokens = tokens[:max_tokens]
+    for i, token in enumerate(tokens):
+        if token in stop_ids:
+            return tokens[: i + 1]
+    return tokens
+
+
+def _row_budgets(budgets: list[int], width: int, device: str) -> Any:
+    """A stopping criterion that finishes each row at its own ``max_tokens`` (later tokens of a
+    finished row are padding), so a short request does not run the batch's longest budget."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    limits = torch.tensor(budgets, device=device)
+
+    class RowBudgets(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return (input_ids.shape[1] - width) >= limits
+
+    return StoppingCriteriaList([RowBudgets()])
 
 
 def _text_callback(tokenizer: Any, on_text: Callable[[str], None]) -> Any:
