@@ -484,14 +484,14 @@ def run_study(
         data = build_datasets(plan, root, say)
         _write_json(root / "data" / "study-data.json", data)
     if train_only:
-        trained = []
+        names = []
         for arm in arms:
             if arm not in pending:
                 continue
             (root / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
             train_arm(plan, arm, root, say, progress)
-            trained.append(arm.name)
-        return {"id": root.name, "trained": trained, "evaluated": False}
+            names.append(arm.name)
+        return {"id": root.name, "trained": names, "evaluated": False}
     if eval_only:
         records, evaluated, waiting = [], [], []
         for arm in arms:
