@@ -32,7 +32,8 @@ step harnessctl log
 
 # 2. This week's edit, on a copy of the shipped harness (v3) in its own git repository.
 #    `harnessctl edit` proposes edits from a run's failures; an edit the business decides is
-#    written as data in the same patch language (scripts/weekly_edit.py) and applied with it.
+#    written as data in the same patch language (scripts/weekly-edit.yaml) and applied with
+#    `harnessctl patch`, validated as a whole before anything is written.
 H="$OUT/harness"
 step cp -r harnesses/livecommerce "$H"
 step git -C "$H" init -q
@@ -40,7 +41,7 @@ step git -C "$H" config user.name "live ops"
 step git -C "$H" config user.email "live-ops@example.com"
 step git -C "$H" add -A
 step git -C "$H" commit -qm "livecommerce v3, as shipped"
-step python scripts/weekly_edit.py "$H"
+step harnessctl patch scripts/weekly-edit.yaml -H "$H"
 step git -C "$H" commit -qam "weekly edit"
 step harnessctl tag v4 -H "$H" -m "deals tool and pricing skill renamed, coupon rule reworded, replies in 100 chars"
 step harnessctl diff v3 v4 -H "$H" || [ $? -eq 1 ]   # exit 1 means "different", like diff(1)

@@ -53,6 +53,7 @@ bench_app = typer.Typer(help="Benchmarks against served models.", no_args_is_hel
 def register(app: typer.Typer) -> None:
     app.command("diagnose")(diagnose)
     app.command("edit")(edit)
+    app.command("patch")(patch)
     app.command("loop")(loop)
     app.command("release")(release)
     app.command("rollback")(rollback)
@@ -174,6 +175,43 @@ def diagnose(
             out.print(Text(f"   expected: {e.expected}"[:300], style="dim"))
     if target:
         out.print(f"report written to [bold]{target}[/]")
+
+
+# -- patch ---------------------------------------------------------------------------------------
+
+
+def patch(
+    patch_file: Annotated[
+        Path, typer.Argument(help="A YAML file: a list of edit operations (set, move), or {title, ops}.")
+    ],
+    harness: HarnessOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply an edit people decided (a weekly change of names, rules, constraints), written as data
+    in the loop's patch language: validated as a whole, then written into the harness folder,
+    keeping its comments and layout. Nothing is written when any operation is wrong. Commit and tag
+    it like any edit (`git commit`, `harnessctl tag`); `harnessctl diff` shows it."""
+    from harnessctl.harness import load_harness
+    from harnessctl.harness.diff import diff_harnesses
+    from harnessctl.harness.diff_view import print_diff
+    from harnessctl.harness.save import save_harness
+    from harnessctl.loop.edits import EditError, apply_edit, read_patch
+
+    with _errors():
+        folder = resolve_harness_path(harness)
+        title, ops = read_patch(patch_file)
+        before = load_harness(folder)
+        try:
+            after = apply_edit(before, ops)
+        except EditError as e:
+            raise CLIError(f"{patch_file}: {e}") from None
+        save_harness(after, folder, base=folder)
+        d = diff_harnesses(before, after)
+    if as_json:
+        print_json({"harness": str(folder), "patch": str(patch_file), "title": title, "ops": len(ops), **d.to_dict()})
+        return
+    out.print(f"{patch_file}: {len(ops)} operations applied to {folder}" + (f" ({title})" if title else ""))
+    print_diff(d, out)
 
 
 # -- edit ----------------------------------------------------------------------------------------

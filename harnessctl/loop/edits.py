@@ -85,6 +85,29 @@ class Proposal:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
+def read_patch(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
+    """A patch file's title and operations. The file is YAML, read with the harness's own guarded
+    reader (plain data only): a mapping with ``ops`` (a list of operations) and an optional
+    ``title``. Raises :class:`EditError` naming the file (and the line of a YAML error).
+
+    >>> read_patch("edits/week49.yaml")     # doctest: +SKIP
+    ('week 49', [{'op': 'set', 'element': 'tool', 'key': 'promotions', 'field': 'name', 'value': 'find_deals'}])
+    """
+    from harnessctl.harness.yamlio import parse_yaml_data
+
+    p = Path(path)
+    if not p.is_file():
+        raise EditError(f"{p}: no such patch file; write one as YAML with a list under 'ops' (see docs/loop.md)")
+    try:
+        doc = parse_yaml_data(p.read_bytes(), str(p))
+    except HarnessError as e:
+        raise EditError(str(e)) from None
+    ops = doc.get("ops")
+    if not isinstance(ops, list) or not ops:
+        raise EditError(f"{p}: 'ops' must be a non-empty list of operations (set, move)")
+    return str(doc.get("title") or ""), [dict(op) if isinstance(op, dict) else op for op in ops]
+
+
 def apply_edit(harness: Harness, ops: list[dict[str, Any]]) -> Harness:
     """A copy of ``harness`` with ``ops`` applied; raises :class:`EditError` naming the bad operation.
 

@@ -9,6 +9,7 @@ This is what the weekly-edit demo (`make demo`) relies on.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,23 +17,11 @@ from typer.testing import CliRunner
 from harnessctl.cli.main import app
 from harnessctl.harness import load_harness
 from harnessctl.harness.save import save_harness
-from harnessctl.loop.edits import apply_edit
+from harnessctl.loop.edits import apply_edit, read_patch
 
 runner = CliRunner()
-WEEKLY_EDIT = [
-    {"op": "set", "element": "tool", "key": "promotions", "field": "name", "value": "find_deals"},
-    {"op": "set", "element": "skill", "key": "price_promo", "field": "name", "value": "price_and_deals"},
-    {
-        "op": "set",
-        "element": "rule",
-        "parent": "price_promo",
-        "key": "check_deals",
-        "field": "text",
-        "value": "Look up the deals with {{ tool.promotions }} and name the single best coupon, with its code.",
-    },
-    {"op": "set", "element": "constraint", "key": "max_reply_chars", "field": "value", "value": 100},
-    {"op": "move", "element": "prompt_block", "key": "reply_style", "to": 2},
-]
+#: The demo's weekly edit (scripts/weekly-edit.yaml), read as `harnessctl patch` reads it.
+WEEKLY_EDIT = read_patch(Path(__file__).resolve().parents[2] / "scripts" / "weekly-edit.yaml")[1]
 
 
 @pytest.fixture(scope="module")

@@ -205,3 +205,57 @@ def test_edit_cli_lists_validated_proposals_and_applies_the_picked_one(tmp_path,
     assert applied.exit_code == 0, applied.output
     assert json.loads(applied.stdout)["applied"]["branch"] == "fix/one"
     assert git(repo, "log", "-1", "--format=%s").startswith("livecommerce: " + listed["proposals"][0]["title"])
+
+
+# -- harnessctl patch: an edit people decided, written as data -------------------------------------
+
+
+def test_patch_applies_the_weekly_edit_keeping_comments_and_git_diff_shows_it(tmp_path, repo_root):
+    folder = harness_repo(tmp_path, LIVECOMMERCE)
+    patch_file = repo_root / "scripts" / "weekly-edit.yaml"
+    result = run_cli("patch", str(patch_file), "-H", str(folder), "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ops"] == 5 and report["title"].startswith("deals overlay")
+    edited = load_harness(folder)
+    assert edited.tool("promotions").name == "find_deals"
+    assert edited.skill("price_promo").name == "price_and_deals"
+    assert edited.constraint("max_reply_chars") == 100
+    assert "single best coupon" in next(r.text for r in edited.skill("price_promo").rules if r.key == "check_deals")
+    # the files keep their comments; git sees a change to commit and tag like any edit
+    comments = [
+        line for line in (LIVECOMMERCE / "prompt.yaml").read_text().splitlines() if line.lstrip().startswith("#")
+    ]
+    prompt_file = (folder / "prompt.yaml").read_text()
+    assert comments and all(c in prompt_file for c in comments)  # the moved block's file keeps its comments
+    assert "find_deals" in (folder / "tools" / "promotions.yaml").read_text()
+    assert "tools/promotions.yaml" in git(folder.parents[1], "status", "--short")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "ops:\n  - {op: set, element: tool, key: nope, field: name, value: x}\n",
+            "operation 1: no tool with key 'nope'",
+        ),
+        ("title: empty\n", "'ops' must be a non-empty list"),
+        ("ops: [\n", "patch.yaml"),
+        ("ops:\n  - !!python/object:os.system {}\n", "patch.yaml"),
+    ],
+)
+def test_a_wrong_patch_is_one_message_exit_2_and_nothing_written(tmp_path, text, message):
+    folder = harness_repo(tmp_path, LIVECOMMERCE)
+    before = {p: p.read_bytes() for p in folder.rglob("*.yaml")}
+    patch_file = tmp_path / "patch.yaml"
+    patch_file.write_text(text)
+    result = run_cli("patch", str(patch_file), "-H", str(folder))
+    assert result.exit_code == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert {p: p.read_bytes() for p in folder.rglob("*.yaml")} == before
+
+
+def test_a_missing_patch_file_is_named(tmp_path):
+    folder = harness_repo(tmp_path, LIVECOMMERCE)
+    result = run_cli("patch", str(tmp_path / "nope.yaml"), "-H", str(folder))
+    assert result.exit_code == 2 and "nope.yaml: no such patch file" in result.stderr
