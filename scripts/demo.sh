@@ -8,12 +8,14 @@
 # scratch, augmentation and every suite.
 #
 #   bash scripts/demo.sh            LIMIT=40 OUT=/tmp/demo bash scripts/demo.sh   (cases per run: 20; out/demo)
+#   MAX_TOKENS (default 128) bounds each model turn
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 OUT="${OUT:-out/demo}"
 LIMIT="${LIMIT:-20}"
+MAX_TOKENS="${MAX_TOKENS:-128}"
 rm -rf "$OUT" && mkdir -p "$OUT"
 # Each command is echoed quoted as a shell would need it (copy-paste runs it), in colour unless
 # NO_COLOR is set (https://no-color.org) or the output is not a terminal.
@@ -59,9 +61,9 @@ for name in hat fixed-sft; do
     say "shipped:$name is not shipped in this package yet (harnessctl model ship --study experiments/full --arm $name); $stand_in stands in for it"
     model="$stand_in"
   fi
-  step harnessctl eval --suite livestream --limit "$LIMIT" -j 8 --max-tokens 128 --model "$model" \
+  step harnessctl eval --suite livestream --limit "$LIMIT" -j 8 --max-tokens "$MAX_TOKENS" --model "$model" \
     -H harnesses/livecommerce --runs-dir "$RUNS" --run-id "$name-v3"
-  step harnessctl eval --suite livestream --limit "$LIMIT" -j 8 --max-tokens 128 --model "$model" \
+  step harnessctl eval --suite livestream --limit "$LIMIT" -j 8 --max-tokens "$MAX_TOKENS" --model "$model" \
     -H "$H" --runs-dir "$RUNS" --run-id "$name-v4"
   step harnessctl compare "$name-v3" "$name-v4" --runs-dir "$RUNS" --show-flips 3 || [ $? -eq 1 ]   # exit 1: a regression
 done

@@ -49,7 +49,7 @@ def test_the_edited_surface_is_what_the_policy_sees_and_what_the_scorer_expects(
 ):
     old = _eval("oracle", livecommerce_path, tmp_path, "old", repo_root, "--limit", "20")
     new = _eval("oracle", edited, tmp_path, "new", repo_root, "--limit", "20")
-    assert [r["case_id"] for r in old] == [r["case_id"] for r in new]
+    assert sorted(r["case_id"] for r in old) == sorted(r["case_id"] for r in new)  # written as they finish
     # the policy calls the tool and loads the skill by their new names, and is scored right for it
     assert _tool_names(old)["promotions"] == "get_promotions" and _tool_names(new)["promotions"] == "find_deals"
     loads = [s["arguments"].get("name") for r in new for s in r["record"]["tool_steps"] if s["key"] == "load_skill"]

@@ -57,8 +57,11 @@ def test_run_takes_the_same_ranges(livecommerce_path, args):
 
 
 def test_without_a_model_the_oracle_is_named_and_labelled(tmp_path, monkeypatch):
+    from harnessctl.models import registry
+
     monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
-    monkeypatch.chdir(tmp_path)  # no trained default here
+    monkeypatch.chdir(tmp_path)  # no trained default here ...
+    monkeypatch.setattr(registry, "SHIPPED_MODEL_DIR", tmp_path / "none")  # ... and none shipped
     res = CliRunner().invoke(app, eval_args(tmp_path, "--suite", "variant", "--limit", "3", "--run-id", "o"))
     assert res.exit_code == 0, res.output
     assert "model: oracle" in res.output and "reference policy (reads the answer key)" in res.output
@@ -205,7 +208,10 @@ def test_judge_calibrate_warns_when_the_labels_were_made_by_a_program(tmp_path, 
     "env, says", [(None, "no --model, no $HARNESSCTL_MODEL"), ("oracle", "from $HARNESSCTL_MODEL")]
 )
 def test_run_says_which_model_it_uses_and_where_it_came_from(livecommerce_path, tmp_path, monkeypatch, env, says):
+    from harnessctl.models import registry
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(registry, "SHIPPED_MODEL_DIR", tmp_path / "none")  # no model shipped either
     if env is None:
         monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
     else:

@@ -130,8 +130,8 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         assert arm["metrics"]["n"] == {"livestream": 1, "variant": 1, "robustness": 1, "ifeval": 1, "history": 2}
         assert set(arm["metrics"]["history"]) == {"history:v1", "history:v2"}  # the real history, its own sample
         assert set(arm["metrics"]["scores"]) == {"livestream", "variant", "robustness", "ifeval"}
-        # the rubric's components per agent suite (ifeval has none)
-        assert set(arm["metrics"]["components"]) == {"livestream", "variant", "robustness"}
+        # the rubric's components per agent suite
+        assert {"livestream", "variant", "robustness"} <= set(arm["metrics"]["components"])
         assert "skill_selection" in arm["metrics"]["components"]["variant"]
         assert arm["metrics"]["latency"]["p95_s"] > 0
         assert arm["curve"], "a learning curve from the trainer's log"

@@ -202,7 +202,10 @@ def test_run_bad_input_is_a_clear_message_and_exit_2(livecommerce_path, args, me
 
 
 def test_run_uses_the_configured_default_model(livecommerce_path, monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)  # no trained default here
+    from harnessctl.models import registry
+
+    monkeypatch.chdir(tmp_path)  # no trained default here ...
+    monkeypatch.setattr(registry, "SHIPPED_MODEL_DIR", tmp_path / "none")  # ... and none shipped
     monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
     result = runner.invoke(app, ["run", "-q", "hi", "-H", str(livecommerce_path), "--json"])
     assert result.exit_code == 0, result.output

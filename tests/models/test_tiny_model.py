@@ -279,8 +279,9 @@ def test_a_corpus_can_be_synthesised_from_the_harness_alone(livecommerce):
 def test_the_default_model_is_configured_then_trained_then_oracle(tmp_path):
     from harnessctl.models.registry import DEFAULT_MODEL_DIR, default_model_spec
 
-    assert default_model_spec(environ={}, root=tmp_path) == "oracle"
+    none = tmp_path / "none"  # nothing shipped in the package
+    assert default_model_spec(environ={}, root=tmp_path, shipped=none) == "oracle"
     (tmp_path / DEFAULT_MODEL_DIR).mkdir(parents=True)
     (tmp_path / DEFAULT_MODEL_DIR / "config.json").write_text("{}")
-    assert default_model_spec(environ={}, root=tmp_path) == f"local:{tmp_path / DEFAULT_MODEL_DIR}"
+    assert default_model_spec(environ={}, root=tmp_path, shipped=none) == f"local:{tmp_path / DEFAULT_MODEL_DIR}"
     assert default_model_spec(environ={"HARNESSCTL_MODEL": "openai/mia"}, root=tmp_path) == "openai/mia"
