@@ -206,7 +206,7 @@ def patch(
         except EditError as e:
             raise CLIError(f"{patch_file}: {e}") from None
         save_harness(after, folder, base=folder)
-        d = diff_harnesses(before, after)
+        d = diff_harnesses(before, after, to_label=f"{before.version or 'the harness'} + {patch_file.name}")
     if as_json:
         print_json({"harness": str(folder), "patch": str(patch_file), "title": title, "ops": len(ops), **d.to_dict()})
         return
