@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 def hat(
     quick: Annotated[
-        bool, typer.Option("--quick", help="Smaller everything, same arms (measured 34 minutes on 2 shared cores).")
+        bool, typer.Option("--quick", help="Smaller everything, same arms (CI runs it: make study-quick).")
     ] = False,
     ablations: Annotated[
         bool, typer.Option("--ablations", help="Add the arms HSA only at RL and HSA only at SFT.")
