@@ -481,7 +481,11 @@ def run_study(
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
     data: dict[str, Any] = _read_json(root / "data" / "study-data.json") or {}
     if any(a.stage == "sft" for a in pending) or not data:
-        data = build_datasets(plan, root, say)
+        built = build_datasets(plan, root, say)
+        for name, summary in built.items():  # a dataset built by an earlier run keeps the seconds it took
+            if "seconds" not in summary and "seconds" in data.get(name, {}):
+                summary["seconds"] = data[name]["seconds"]
+        data = built
         _write_json(root / "data" / "study-data.json", data)
     if train_only:
         names = []

@@ -117,6 +117,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
 
     results = json.loads(second.stdout)
     assert "--quick" in results["command"] and "only" not in results["command"]  # how to reproduce it
+    assert results["compute"]["data_s"] > 0  # built by the first run, remembered by the later ones
     study = out / "mini"
     assert [a["name"] for a in results["arms"]] == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]
     for arm in results["arms"]:
