@@ -11,10 +11,10 @@ import sys
 from tests.conftest import REPO_ROOT
 
 
-def test_loop_demo_goes_from_a_failing_run_to_a_gated_release(tmp_path, tiny_model_path):
-    env = {**os.environ, "PYTHON": sys.executable, "TINY_MODEL": str(tiny_model_path), "LIMIT": "2", "MAX_TOKENS": "48"}
+def run_script(name: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run ``scripts/NAME`` with bash from the repository root, as a user types it."""
     proc = subprocess.run(
-        ["bash", str(REPO_ROOT / "scripts" / "loop_demo.sh"), str(tmp_path / "demo")],
+        ["bash", str(REPO_ROOT / "scripts" / name), *args],
         check=False,
         capture_output=True,
         text=True,
@@ -23,6 +23,12 @@ def test_loop_demo_goes_from_a_failing_run_to_a_gated_release(tmp_path, tiny_mod
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def test_loop_demo_goes_from_a_failing_run_to_a_gated_release(tmp_path, tiny_model_path):
+    env = {**os.environ, "PYTHON": sys.executable, "TINY_MODEL": str(tiny_model_path), "LIMIT": "2", "MAX_TOKENS": "48"}
+    proc = run_script("loop_demo.sh", str(tmp_path / "demo"), env=env)
     text = proc.stdout
     timed = re.findall(r"-- (.+?): (\d+\.\d) s", text)
     assert [t for t, _ in timed] == [
@@ -53,16 +59,7 @@ def test_the_weekly_edit_demo_runs_whether_or_not_models_are_shipped(tmp_path):
         "MAX_TOKENS": "48",  # the shipped checkpoints' turns, cut short: the test checks the steps, not scores
         "NO_COLOR": "1",
     }
-    proc = subprocess.run(
-        ["bash", str(REPO_ROOT / "scripts" / "demo.sh")],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_script("demo.sh", env=env)
     text = proc.stdout
     assert "$ harnessctl diff v3 v4 -H" in text
     for change in ("renamed get_promotions → find_deals", "renamed explain_price → price_and_deals", "120 → 100"):
