@@ -108,8 +108,21 @@ def train_rl(cfg: RLStageConfig, *, resume: bool = False, progress: bool = True)
         rollout_s=round(t["rollout_s"], 2),
         generation_share=round(t["generate_s"] / result.seconds, 3) if result.seconds else 0.0,
         update_share=round(max(0.0, result.seconds - t["rollout_s"]) / result.seconds, 3) if result.seconds else 0.0,
+        groups_without_signal=groups_without_signal(result.log),
     )
     return finish(result, cfg)
+
+
+def groups_without_signal(log: list[dict[str, float]]) -> float | None:
+    """The share of prompt groups whose episodes all got the same reward, over the logged steps
+    (TRL's ``frac_reward_zero_std``): such a group has zero advantage and teaches nothing. Near 1,
+    GRPO is not learning -- the policy needs to succeed sometimes first (more SFT).
+
+    >>> groups_without_signal([{"frac_reward_zero_std": 1.0}, {"frac_reward_zero_std": 0.5}, {"loss": 0.1}])
+    0.75
+    """
+    shares = [float(row["frac_reward_zero_std"]) for row in log if "frac_reward_zero_std" in row]
+    return round(sum(shares) / len(shares), 3) if shares else None
 
 
 if __name__ == "__main__":

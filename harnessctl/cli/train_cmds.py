@@ -248,3 +248,9 @@ def _print_summary(result: Any, log: list[dict[str, float]]) -> None:
         table.add_row(f"eval {suite}", f"{score:.1f}" if isinstance(score, (int, float)) else str(score))
     table.add_row("model", f"local:{result.out}")
     out.print(table)
+    silent = result.extra.get("groups_without_signal")
+    if isinstance(silent, (int, float)) and silent >= 0.9:
+        err.print(
+            f"[yellow]note:[/] {silent:.0%} of GRPO's prompt groups got the same reward for every episode "
+            "(zero advantage, no gradient): start RL from a policy that succeeds sometimes (train sft longer)"
+        )

@@ -95,6 +95,8 @@ def test_accelerate_launch_runs_a_stage_module_in_one_cpu_process(tiny_model_pat
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     assert summary["stage"] == "rl" and summary["steps"] == 1
     assert summary["extra"]["episodes"] == 2 and 0 < summary["extra"]["generation_share"] < 1
+    # how many prompt groups taught nothing (every episode the same reward): a share, from TRL's log
+    assert 0.0 <= summary["extra"]["groups_without_signal"] <= 1.0
     assert json.loads((out / "train.json").read_text())["stage"] == "rl"
 
 
