@@ -163,13 +163,13 @@ def trained(root: Path, arm: Arm) -> bool:
 
 def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
     """Train ``arm`` (or continue it from its last checkpoint); returns ``train.json``'s content."""
-    from trainer.common import MANIFEST, TrainError, last_checkpoint
+    from trainer.common import TrainError, last_checkpoint
     from trainer.stages import run_stage
 
     arm_dir = root / "arms" / arm.name
     record = _read_json(arm_dir / TRAIN_FILE)
     model_dir = arm_dir / "model"
-    if record and (model_dir / MANIFEST).is_file():
+    if record and trained(root, arm):
         return record
     cfg = stage_config(plan, arm, root)
     resume = last_checkpoint(model_dir) is not None
