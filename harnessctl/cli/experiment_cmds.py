@@ -56,6 +56,14 @@ def hat(
             help="Evaluate every arm whose training has finished and train nothing (beside a --train-only run).",
         ),
     ] = False,
+    arm: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--arm",
+            help="With --train-only: train just this arm (repeatable); its parent must be trained. "
+            "Two arms with the same parent can train at once, one command each.",
+        ),
+    ] = None,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT; every arm on
     the four suites and the real history; writes results.json, results.md and report.html."""
@@ -84,7 +92,7 @@ def hat(
         from harnessctl.experiment.runner import run_study
 
         command = (
-            "harnessctl " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a not in ("--train-only", "--eval-only"))
+            "harnessctl " + " ".join(shlex.quote(a) for a in _study_args(sys.argv[1:]))
             if sys.argv[1:2] == ["experiment"]
             else "harnessctl experiment hat"
         )
@@ -97,6 +105,7 @@ def hat(
                 progress=not as_json,
                 train_only=train_only,
                 eval_only=eval_only,
+                only_arms=arm,
             )
         except (StudyError, PlanError) as e:
             raise CLIError(str(e)) from None
@@ -116,6 +125,21 @@ def hat(
         out.print(f"evaluate with the same command without --train-only (folder {out_dir / name})")
         return
     _print(results, out_dir / name)
+
+
+def _study_args(argv: list[str]) -> list[str]:
+    """The command line without the options that only split the work (its results are the same)."""
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--train-only", "--eval-only"):
+            pass
+        elif a == "--arm":
+            skip = True
+        elif not a.startswith("--arm="):
+            kept.append(a)
+    return kept
 
 
 def _print(results: dict, folder: Path) -> None:

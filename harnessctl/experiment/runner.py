@@ -448,6 +448,7 @@ def run_study(
     progress: bool = True,
     train_only: bool = False,
     eval_only: bool = False,
+    only_arms: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or continue) the study ``plan`` describes under ``root``; writes ``results.json``,
     ``results.md`` and ``report.html`` and returns the results.
@@ -459,9 +460,14 @@ def run_study(
 
     ``eval_only`` evaluates every arm whose training has finished and trains nothing: run beside a
     ``train_only`` run, it evaluates arms as they finish training. It writes the results once every
-    arm is done; until then it returns ``{"evaluated": [...], "waiting": [...]}``."""
+    arm is done; until then it returns ``{"evaluated": [...], "waiting": [...]}``.
+
+    ``only_arms`` (with ``train_only``) trains just these arms, whose parents must be trained: two
+    arms with the same parent (fixed-SFT and HSA-SFT) can then train at once, one process each."""
     if train_only and eval_only:
         raise StudyError("--train-only and --eval-only exclude each other; pass one of them, or neither")
+    if only_arms and not train_only:
+        raise StudyError("--arm picks the arms --train-only trains; add --train-only, or drop --arm")
     say = say or (lambda _msg: None)
     try:
         import trainer.stages  # noqa: F401 - the study needs the trainer
@@ -478,6 +484,7 @@ def run_study(
     for arm in plan.arms():  # every stage's config is checked before anything runs
         stage_config(plan, arm, root)
     arms = plan.arms()
+    chosen = _chosen_arms(arms, only_arms, root)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
     data: dict[str, Any] = _read_json(root / "data" / "study-data.json") or {}
     if any(a.stage == "sft" for a in pending) or not data:
@@ -490,7 +497,7 @@ def run_study(
     if train_only:
         names = []
         for arm in arms:
-            if arm not in pending:
+            if arm not in pending or arm not in chosen or trained(root, arm):
                 continue
             (root / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
             train_arm(plan, arm, root, say, progress)
@@ -513,6 +520,23 @@ def run_study(
     results = collect(plan, root, records, data, command=command, wall_s=time.perf_counter() - wall)
     write_outputs(root, results)
     return results
+
+
+def _chosen_arms(arms: list[Arm], names: list[str] | None, root: Path) -> list[Arm]:
+    """The arms ``--arm`` names (all of them when none is named); each parent must be trained."""
+    if not names:
+        return arms
+    by_name = {a.name: a for a in arms}
+    for name in names:
+        if name not in by_name:
+            raise StudyError(f"--arm {name!r}: not an arm of this study; arms are {', '.join(by_name)}")
+        parent = by_name[name].parent
+        if parent and parent not in names and not trained(root, by_name[parent]):
+            raise StudyError(
+                f"--arm {name}: its parent arm {parent} is not trained yet; train it first (--arm {parent}) "
+                "or name both"
+            )
+    return [a for a in arms if a.name in names]
 
 
 def collect(

@@ -92,12 +92,31 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert "not trained yet: fixed-sft, hsa-sft, hsa-sft-opd, hat" in waiting.stdout
     assert ": train " not in waiting.stderr and not (out / "mini" / "results.json").exists()
 
-    # --train-only trains every arm left (the killed one continues) and evaluates none of them
+    # --train-only --arm trains just the arms named (the killed one continues); an arm whose
+    # parent is not trained is refused before anything runs
+    orphan = subprocess.run(
+        [*cmd, "--train-only", "--arm", "hat"], check=False, cwd=REPO, env=env(), capture_output=True, text=True
+    )
+    assert orphan.returncode == 2 and "parent arm hsa-sft-opd is not trained yet" in orphan.stderr
+    picked = subprocess.run(
+        [*cmd, "--train-only", "--arm", "hsa-sft", "--arm=fixed-sft"],
+        check=False,
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert picked.returncode == 0, picked.stderr[-3000:]
+    assert "trained: fixed-sft, hsa-sft" in picked.stdout
+    assert not (out / "mini" / "arms" / "hsa-sft-opd" / "model").exists()
+
+    # --train-only trains every arm left and evaluates none of them
     trained = subprocess.run(
         [*cmd, "--train-only"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
     )
     assert trained.returncode == 0, trained.stderr[-3000:]
-    assert "trained: fixed-sft, hsa-sft, hsa-sft-opd, hat" in trained.stdout
+    assert "trained: hsa-sft-opd, hat" in trained.stdout
     assert "evaluate" not in trained.stderr
     for name in ("fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"):
         assert (out / "mini" / "arms" / name / "model" / "train.json").is_file()
@@ -116,7 +135,8 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert (out / "mini" / "arms" / "base" / "model" / "model.safetensors").stat().st_mtime_ns == base_model
 
     results = json.loads(second.stdout)
-    assert "--quick" in results["command"] and "only" not in results["command"]  # how to reproduce it
+    # how to reproduce it: the options that only split the work are not part of it
+    assert "--quick" in results["command"] and "only" not in results["command"] and "--arm" not in results["command"]
     assert results["compute"]["data_s"] > 0  # built by the first run, remembered by the later ones
     study = out / "mini"
     assert [a["name"] for a in results["arms"]] == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]
@@ -175,6 +195,8 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         (["--set", "sft.no_such_field=1"], "no_such_field"),
         (["--set", "eval_limit=lots"], "expected a whole number"),
         (["--id", "../up"], "--id"),
+        (["--arm", "base"], "add --train-only"),
+        (["--train-only", "--arm", "nope"], "not an arm of this study"),
     ],
 )
 def test_bad_input_is_one_clear_message_and_exit_2(tmp_path, args, message):
