@@ -263,9 +263,12 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
     class Progress(TrainerCallback):
         """A rich progress bar with the latest step metrics."""
 
+        KEYS = ("loss", "eval_loss", "reward", "grad_norm", "learning_rate")
+
         def __init__(self) -> None:
             self.bar: Any = None
             self.task: Any = None
+            self.shown: dict[str, float] = {}
 
         def on_train_begin(self, args, state, control, **kwargs):
             if not state.is_world_process_zero:
@@ -291,9 +294,11 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if self.bar is not None and logs:
-                shown = [k for k in ("loss", "reward", "grad_norm", "learning_rate") if k in logs]
-                if shown:  # the closing log (runtime, samples/s) keeps the last step's metrics on screen
-                    self.bar.update(self.task, metrics="  ".join(f"{k} {logs[k]:.4g}" for k in shown))
+                self.shown.update({k: logs[k] for k in self.KEYS if k in logs})
+                # the closing log (runtime, samples/s) keeps the last step's metrics on screen
+                self.bar.update(
+                    self.task, metrics="  ".join(f"{k} {self.shown[k]:.4g}" for k in self.KEYS if k in self.shown)
+                )
 
         def on_train_end(self, args, state, control, **kwargs):
             if self.bar is not None:
@@ -382,7 +387,7 @@ def run_trainer(
         metrics=_final_metrics(logger.logs),
         interrupted=interrupt.requested,
         resumed_from=str(resume_from) if resume_from else None,
-        log=[r for r in logger.logs if "loss" in r or "reward" in r],
+        log=[r for r in logger.logs if "loss" in r or "reward" in r or "eval_loss" in r],
     )
     if resume_from is not None and start_step:  # count only this run's tokens
         result.tokens = int(max(0.0, tokens - _tokens_at(resume_from)))

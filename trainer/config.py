@@ -138,6 +138,14 @@ class SFTStageConfig(TrainConfig):
         default=True,
         metadata={"help": "Batch rows of similar length together (less padding: trajectories vary 600-1,600 tokens)."},
     )
+    heldout_rows: int = field(
+        default=64,
+        metadata={
+            "help": "Rows of the dataset's validation split scored every heldout_steps (0: none): training "
+            "loss falling while this one rises means the model learns the rows by heart."
+        },
+    )
+    heldout_steps: int = field(default=0, metadata={"help": "Score the held-out rows every N steps; 0: save_steps."})
 
     stage = "sft"
 
@@ -149,6 +157,10 @@ class SFTStageConfig(TrainConfig):
             raise ConfigError(f"split must be train or validation, got {self.split!r}")
         if self.max_length < 0:
             raise ConfigError(f"max_length must be 0 (sized from the data) or positive, got {self.max_length}")
+        if self.heldout_rows < 0 or self.heldout_steps < 0:
+            raise ConfigError(
+                f"heldout_rows and heldout_steps must be 0 or positive, got {self.heldout_rows} and {self.heldout_steps}"
+            )
 
 
 @dataclass

@@ -33,11 +33,30 @@ from trainer.config import SFTStageConfig, TrainConfig
 from trainer.data import plan_lengths, read_chat_rows, to_dataset, token_lengths
 
 
-def sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: TrainConfig, max_length: int) -> Any:
-    """A TRL ``SFTTrainer`` over ``rows`` with assistant-only loss (shared by stages 0 and 1)."""
+def sft_trainer(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    cfg: TrainConfig,
+    max_length: int,
+    heldout: list[dict[str, Any]] | None = None,
+) -> Any:
+    """A TRL ``SFTTrainer`` over ``rows`` with assistant-only loss (shared by stages 0 and 1);
+    ``heldout`` rows, when given, are scored every ``heldout_steps`` (logged as ``eval_loss``)."""
     from trl import SFTConfig, SFTTrainer
 
+    scoring: dict[str, Any] = {}
+    if heldout:
+        scoring = {
+            "eval_strategy": "steps",
+            "eval_steps": int(getattr(cfg, "heldout_steps", 0)) or cfg.save_steps,
+            "per_device_eval_batch_size": cfg.per_device_batch_size,
+            # TRL counts tokens in its training logs; a run's last log, after an evaluation, has
+            # none: the trainer's own count (of the same non-padding tokens) keeps the total
+            "include_num_input_tokens_seen": "non_padding",
+        }
     args = SFTConfig(
+        **scoring,
         **training_arguments(cfg),
         max_length=max_length,
         assistant_only_loss=True,
@@ -47,7 +66,12 @@ def sft_trainer(model: Any, tokenizer: Any, rows: list[dict[str, Any]], cfg: Tra
         dataset_num_proc=None,
     )
     return SFTTrainer(
-        model=model, args=args, train_dataset=to_dataset(rows), processing_class=tokenizer, peft_config=peft_config(cfg)
+        model=model,
+        args=args,
+        train_dataset=to_dataset(rows),
+        eval_dataset=to_dataset(heldout) if heldout else None,
+        processing_class=tokenizer,
+        peft_config=peft_config(cfg),
     )
 
 
@@ -83,7 +107,10 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
     resume_from = prepare_out(cfg, resume)
     model, tokenizer = load_model(cfg.model, cfg)
     kept, info = fit_rows(rows, tokenizer, model, cfg.max_length, cfg.max_truncated_share)
-    trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"])
+    heldout = heldout_rows(cfg, tokenizer, info["max_length"])
+    trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"], heldout)
+    if heldout:
+        info["heldout_rows"] = len(heldout)
     data = Path(cfg.data)
     data_file = data if data.is_file() else data / f"{cfg.split}.jsonl"
     result = run_trainer(
@@ -97,6 +124,16 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
     )
     result.extra.update(info)
     return finish(result, cfg)
+
+
+def heldout_rows(cfg: SFTStageConfig, tokenizer: Any, max_length: int) -> list[dict[str, Any]]:
+    """The first ``cfg.heldout_rows`` rows of the dataset's validation split that fit ``max_length``
+    (none when training on that split, or when the folder has no validation file)."""
+    folder = Path(cfg.data)
+    if not cfg.heldout_rows or cfg.split == "validation" or not (folder / "validation.jsonl").is_file():
+        return []
+    rows = read_chat_rows(cfg.data, "validation")[: cfg.heldout_rows]
+    return [row for row, n in zip(rows, token_lengths(rows, tokenizer)) if n <= max_length]
 
 
 if __name__ == "__main__":

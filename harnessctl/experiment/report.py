@@ -186,9 +186,9 @@ def render_report(results: dict[str, Any]) -> str:
     }
     html.append(grouped_bars(groups, series))
     html.append(
-        "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step</p>"
+        "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step; SFT's eval_loss is on held-out rows of its dataset</p>"
     )
-    for stage, key in (("base", "loss"), ("sft", "loss"), ("distill", "loss"), ("rl", "reward")):
+    for stage, key in (("base", "loss"), ("sft", "loss"), ("sft", "eval_loss"), ("distill", "loss"), ("rl", "reward")):
         curves = {
             a["label"]: [(p["step"], p[key]) for p in a.get("curve", []) if key in p]
             for a in arms

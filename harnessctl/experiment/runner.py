@@ -424,11 +424,12 @@ def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
 
 
 def _curve(log: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """The learning curve from the trainer's log: step and the stage's headline metric."""
+    """The learning curve from the trainer's log: step and the stage's headline metrics (SFT's
+    held-out loss as ``eval_loss``)."""
     out = []
     for row in log:
         point = {"step": row.get("step", 0.0)}
-        for key in ("loss", "reward"):
+        for key in ("loss", "eval_loss", "reward"):
             if key in row:
                 point[key] = round(float(row[key]), 5)
         if len(point) > 1:

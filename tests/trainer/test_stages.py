@@ -36,8 +36,12 @@ def test_sft_changes_the_weights_and_writes_a_manifest_beside_every_checkpoint(
         assert manifest["stage"] == "sft" and manifest["parent"] == str(tiny_model_path)
         assert len(manifest["data_hash"]) == 64 and manifest["config"]["data"] == str(trajectories_dir)
         assert {"torch", "transformers", "trl"} <= set(manifest["packages"])
-    losses = [row["loss"] for row in result.log]
+    losses = [row["loss"] for row in result.log if "loss" in row]
     assert len(losses) == 4 and all(loss > 0 for loss in losses)
+    # the dataset's held-out rows are scored at every checkpoint: memorisation shows as a gap
+    heldout = [(row["step"], row["eval_loss"]) for row in result.log if "eval_loss" in row]
+    assert [step for step, _ in heldout] == [2.0, 4.0] and all(loss > 0 for _, loss in heldout)
+    assert result.extra["heldout_rows"] == 4 and result.metrics["eval_loss"] == pytest.approx(heldout[-1][1], abs=1e-5)
 
 
 def test_the_sft_checkpoint_loads_as_local_serves_and_evaluates(sft_run, livecommerce):
