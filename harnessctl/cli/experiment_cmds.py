@@ -60,6 +60,7 @@ def hat(
         list[str] | None,
         typer.Option(
             "--arm",
+            metavar="ARM",
             help="With --train-only: train just this arm (repeatable); its parent must be trained. "
             "Two arms with the same parent can train at once, one command each.",
         ),
