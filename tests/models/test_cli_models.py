@@ -77,15 +77,28 @@ def test_serve_needs_the_key_variable_it_names(tiny_model_path):
     assert "SURELY_NOT_SET_KEY is not set" in result.output
 
 
-def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harnessctl.cli.main", "serve", str(tiny_model_path), "--port", "0", "--name", "tiny"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path, tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", "PYTHONFAULTHANDLER": "1"}
+    # stderr goes to a file: a pipe nobody reads until the end can fill up and block the server
+    stderr = tmp_path / "serve.stderr"
+    with stderr.open("w") as stderr_file:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "harnessctl.cli.main",
+                "serve",
+                str(tiny_model_path),
+                "--port",
+                "0",
+                "--name",
+                "tiny",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr_file,
+            text=True,
+            env=env,
+        )
     try:
         url = None
         deadline = time.monotonic() + 60
@@ -95,7 +108,7 @@ def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path):
                 break
             if " at http://" in line:
                 url = line.split(" at ", 1)[1].split()[0]
-        assert url, proc.stderr.read()
+        assert url, stderr.read_text()
         with urllib.request.urlopen(url + "/models", timeout=10) as r:
             assert [m["id"] for m in json.loads(r.read())["data"]] == ["tiny"]
         body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode()
@@ -146,8 +159,9 @@ def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path):
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail("serve did not stop on Ctrl-C")
+            proc.send_signal(signal.SIGABRT)  # the fault handler writes every thread's stack to stderr
+            proc.wait(timeout=20)
+            pytest.fail(f"serve did not stop on Ctrl-C; its threads:\n{stderr.read_text()[-6000:]}")
     assert proc.returncode == 0
 
 

@@ -458,3 +458,20 @@ def test_streamed_content_is_always_a_prefix_of_the_final_reply():
         "total_tokens": 12,
     }
     assert {c["object"] for c in last} == {"chat.completion.chunk"} and len({c["id"] for c in last}) == 1
+
+
+def test_the_server_stops_at_once_while_a_client_keeps_its_connection_open():
+    import http.client
+
+    server = EmbeddedServer(ScriptedModel(["hi"]), model_name="demo").start()
+    host, port = server._httpd.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        conn.request("GET", "/v1/models")
+        assert conn.getresponse().read()  # the connection stays open (keep-alive) and idle
+        stopper = threading.Thread(target=server.stop, daemon=True)
+        stopper.start()
+        stopper.join(timeout=10)
+        assert not stopper.is_alive(), "stop() waited for an idle keep-alive client"
+    finally:
+        conn.close()
