@@ -81,19 +81,16 @@ def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path, tmp_p
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", "PYTHONFAULTHANDLER": "1"}
     # stderr goes to a file: a pipe nobody reads until the end can fill up and block the server
     stderr = tmp_path / "serve.stderr"
+    argv = ["harnessctl", "serve", str(tiny_model_path), "--port", "0", "--name", "tiny"]
+    # Ctrl-C as in a terminal, even where the tests run with SIGINT ignored (a background job:
+    # its children inherit that, and Python then installs no KeyboardInterrupt handler)
+    start = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        f"sys.argv = {argv!r}; runpy.run_module('harnessctl.cli.main', run_name='__main__')"
+    )
     with stderr.open("w") as stderr_file:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "harnessctl.cli.main",
-                "serve",
-                str(tiny_model_path),
-                "--port",
-                "0",
-                "--name",
-                "tiny",
-            ],
+            [sys.executable, "-c", start],
             stdout=subprocess.PIPE,
             stderr=stderr_file,
             text=True,
