@@ -146,6 +146,13 @@ class SFTStageConfig(TrainConfig):
         },
     )
     heldout_steps: int = field(default=0, metadata={"help": "Score the held-out rows every N steps; 0: save_steps."})
+    viewers_per_row: int = field(
+        default=1,
+        metadata={
+            "help": "Join up to N rows answered under the same harness into one chat (the harness is read once "
+            "per N skill choices); held-out rows stay single."
+        },
+    )
 
     stage = "sft"
 
@@ -157,6 +164,8 @@ class SFTStageConfig(TrainConfig):
             raise ConfigError(f"split must be train or validation, got {self.split!r}")
         if self.max_length < 0:
             raise ConfigError(f"max_length must be 0 (sized from the data) or positive, got {self.max_length}")
+        if self.viewers_per_row < 1:
+            raise ConfigError(f"viewers_per_row must be 1 or more, got {self.viewers_per_row}")
         if self.heldout_rows < 0 or self.heldout_steps < 0:
             raise ConfigError(
                 f"heldout_rows and heldout_steps must be 0 or positive, got {self.heldout_rows} and {self.heldout_steps}"

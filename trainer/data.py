@@ -79,6 +79,40 @@ def check_row(row: Any, where: str) -> dict[str, Any]:
     return {"messages": messages, "tools": tools}
 
 
+def join_viewer_rows(rows: list[dict[str, Any]], viewers_per_row: int) -> list[dict[str, Any]]:
+    """Rows answered under one harness (the same system prompt and tools) joined into chats of up to
+    ``viewers_per_row`` viewers, in file order: one after the other, as comments arrive in a live room.
+
+    Why: a row spends most of its tokens on the harness (system prompt and tool specs, ~1,100 of
+    ~1,200), and carries one skill choice; joined, the harness is read once per several choices, so
+    a step teaches more decisions per token. Each viewer's turns keep their own context line.
+
+    >>> rows = [{"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": f"q{i}"},
+    ...          {"role": "assistant", "content": f"a{i}"}], "tools": []} for i in range(3)]
+    >>> [[m["content"] for m in r["messages"]] for r in join_viewer_rows(rows, 2)]
+    [['S', 'q0', 'a0', 'q1', 'a1'], ['S', 'q2', 'a2']]
+    """
+    if viewers_per_row < 1:
+        raise TrainError(f"viewers_per_row must be 1 or more, got {viewers_per_row}")
+    if viewers_per_row == 1:
+        return rows
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        first = row["messages"][0]
+        system = first.get("content") or "" if first.get("role") == "system" else ""
+        groups.setdefault((system, json.dumps(row["tools"], sort_keys=True)), []).append(row)
+    joined = []
+    for members in groups.values():
+        for start in range(0, len(members), viewers_per_row):
+            chunk = members[start : start + viewers_per_row]
+            messages = list(chunk[0]["messages"])
+            for row in chunk[1:]:
+                rest = row["messages"]
+                messages.extend(rest[1:] if rest[0].get("role") == "system" else rest)
+            joined.append({"messages": messages, "tools": chunk[0]["tools"]})
+    return joined
+
+
 def token_lengths(rows: list[dict[str, Any]], tokenizer: Any) -> list[int]:
     """Each row's length in tokens, rendered with the tokenizer's chat template and its tools."""
     from harnessctl.augment.trajectories import chat_template_inputs

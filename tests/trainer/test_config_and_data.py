@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from trainer.config import CONFIG_DIR, STAGES, ConfigError, RLStageConfig, SFTStageConfig, field_help, load_config
-from trainer.data import plan_lengths, read_chat_rows, token_lengths
+from trainer.data import join_viewer_rows, plan_lengths, read_chat_rows, token_lengths
 from trainer.general_corpus import TOPICS, general_prompts, general_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +44,7 @@ def test_every_shipped_config_loads_for_every_stage(name):
         (lambda: RLStageConfig(reward_weights={"charm": 1.0}), "unknown component 'charm'"),
         (lambda: load_config("sft", None, {"max_steps": "2.5"}), "expected a whole number"),
         (lambda: load_config("sft", None, {"packing": "maybe"}), "expected true or false"),
+        (lambda: SFTStageConfig(viewers_per_row=0), "viewers_per_row must be 1 or more"),
     ],
 )
 def test_bad_config_values_say_what_to_change(build, message):
@@ -67,6 +69,25 @@ def test_max_length_is_sized_from_the_data_and_cut_rows_are_counted_before_train
     with pytest.raises(Exception, match=r"rows .* are longer than max_length .* raise max_length to"):
         plan_lengths(lengths, requested=short, max_positions=4096, max_share=0.02)
     assert plan_lengths(lengths, requested=short, max_positions=4096, max_share=1.0).over >= len(lengths) // 2 - 1
+
+
+def test_rows_under_one_harness_join_into_one_chat_and_no_turn_is_lost_or_crosses_harnesses(trajectories_dir):
+    rows = read_chat_rows(trajectories_dir, "train")
+    key = lambda row: (row["messages"][0]["content"], json.dumps(row["tools"], sort_keys=True))  # noqa: E731
+    joined = join_viewer_rows(rows, 3)
+    assert join_viewer_rows(rows, 1) is rows and len(joined) < len(rows)
+    # every turn after each row's system prompt is kept, once, in order, under that row's own harness
+    by_harness: dict = {}
+    for row in rows:
+        by_harness.setdefault(key(row), []).extend(row["messages"][1:])
+    rejoined: dict = {}
+    for row in joined:
+        assert [m["role"] for m in row["messages"]].count("system") == 1
+        rejoined.setdefault(key(row), []).extend(row["messages"][1:])
+    assert rejoined == by_harness
+    # as few chats as chunks of three allow, per harness
+    sizes = Counter(key(row) for row in rows)
+    assert len(joined) == sum(-(-n // 3) for n in sizes.values())
 
 
 def test_the_general_corpus_answers_satisfy_the_ifeval_checkers():
