@@ -79,6 +79,13 @@ class StudyPlan:
     #: that no listing repeats often enough to be learned by name: with 50 (45 in training) the
     #: held-out-variant loss stayed at 1.17 while the training loss reached 0.43.
     data_variants: int = 1000
+    #: HSA strength of the augmented dataset's variants: the share of skills and tools renamed, of
+    #: rules and descriptions rewritten, and so on (the variant suite's held-out variants use 0.5-0.7).
+    data_strength: float = 0.5
+    #: Share of the augmented dataset's training cases left under the shipped harness. With 0.3 and
+    #: strength 0.5, a case's skill keeps its shipped name about two times in three, and a model that
+    #: never reads the listing is right that often.
+    data_canonical_share: float = 0.3
     #: Cases per suite in every arm's evaluation (an even spread of the suite); 0: whole suites.
     eval_limit: int = 100
     #: Cases of the real-history slice (the variant suite's cases under v1 and v2) per arm; 0: all of them.
@@ -93,6 +100,10 @@ class StudyPlan:
         for name in ("data_n", "data_variants", "eval_max_tokens", "eval_jobs"):
             if int(getattr(self, name)) < 1:
                 raise PlanError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("data_strength", "data_canonical_share"):
+            value = float(getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise PlanError(f"{name} must be within [0, 1], got {getattr(self, name)}")
         for name in ("eval_limit", "history_limit"):
             if int(getattr(self, name)) < 0:
                 raise PlanError(f"{name} must be 0 (every case) or positive, got {getattr(self, name)}")
@@ -192,6 +203,11 @@ def _coerce(name: str, value: str, hint: Any) -> Any:
             return int(value)
         except ValueError:
             raise PlanError(f"--set {name}: expected a whole number, got {value!r}") from None
+    if hint == "float":
+        try:
+            return float(value)
+        except ValueError:
+            raise PlanError(f"--set {name}: expected a number, got {value!r}") from None
     return value
 
 

@@ -111,7 +111,14 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
             f"data {name}: {plan.data_n} oracle trajectories {'under the shipped harness' if fixed else 'under HSA variants'}"
         )
         started = time.perf_counter()
-        spec = TrajectorySpec(n=plan.data_n, seed=plan.seed, variants=plan.data_variants, fixed_harness=fixed)
+        spec = TrajectorySpec(
+            n=plan.data_n,
+            seed=plan.seed,
+            variants=plan.data_variants,
+            strength=plan.data_strength,
+            canonical_share=plan.data_canonical_share,
+            fixed_harness=fixed,
+        )
         summary = build_trajectories(harness, folder, spec)
         out[name] = {**summary.to_dict(), "seconds": round(time.perf_counter() - started, 2)}
     return out

@@ -8,6 +8,7 @@ import pytest
 from harnessctl.experiment.plan import (
     ARMS,
     PlanError,
+    StudyPlan,
     apply_overrides,
     full_plan,
     plan_differences,
@@ -193,3 +194,18 @@ def test_a_continued_study_may_run_more_episodes_at_once_but_not_change_its_plan
     open_study(full_plan(eval_jobs=2), tmp_path / "s")  # the preset's 600 is the --set's "600"; -j may change
     with pytest.raises(StudyError, match="eval_limit"):
         open_study(apply_overrides(full_plan(), ["eval_limit=3"]), tmp_path / "s")
+
+
+def test_the_augmented_dataset_keeps_the_plans_canonical_share_of_cases_under_the_shipped_harness(tmp_path):
+    from harnessctl.experiment.runner import build_datasets
+
+    none_canonical = build_datasets(
+        StudyPlan(data_n=12, data_variants=3, data_canonical_share=0.0, data_strength=0.8), tmp_path / "a", print
+    )
+    all_canonical = build_datasets(
+        StudyPlan(data_n=12, data_variants=3, data_canonical_share=1.0), tmp_path / "b", print
+    )
+    assert none_canonical["hsa"]["train"] > 0 and none_canonical["hsa"]["canonical_train"] == 0
+    assert all_canonical["hsa"]["canonical_train"] == all_canonical["hsa"]["train"] > 0
+    # The fixed-harness dataset is the shipped harness whatever the shares say.
+    assert none_canonical["fixed"]["canonical_train"] == none_canonical["fixed"]["train"]
