@@ -153,6 +153,13 @@ class SFTStageConfig(TrainConfig):
             "per N skill choices); held-out rows stay single."
         },
     )
+    decision_rows: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of rows also trained cut after their first assistant turn (the skill choice the "
+            "episode follows), so that choice weighs more in the loss; 0: none."
+        },
+    )
 
     stage = "sft"
 
@@ -166,6 +173,8 @@ class SFTStageConfig(TrainConfig):
             raise ConfigError(f"max_length must be 0 (sized from the data) or positive, got {self.max_length}")
         if self.viewers_per_row < 1:
             raise ConfigError(f"viewers_per_row must be 1 or more, got {self.viewers_per_row}")
+        if not 0.0 <= self.decision_rows <= 1.0:
+            raise ConfigError(f"decision_rows must be within [0, 1], got {self.decision_rows}")
         if self.heldout_rows < 0 or self.heldout_steps < 0:
             raise ConfigError(
                 f"heldout_rows and heldout_steps must be 0 or positive, got {self.heldout_rows} and {self.heldout_steps}"

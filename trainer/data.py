@@ -113,6 +113,37 @@ def join_viewer_rows(rows: list[dict[str, Any]], viewers_per_row: int) -> list[d
     return joined
 
 
+def add_decision_rows(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
+    """``rows`` followed by a copy of every ``1/share``-th row cut after its first assistant turn.
+
+    Why: the first assistant turn of an episode is the decision the rest follows (which skill to
+    load, or which tool to call first), yet it is a few tokens of a row's assistant loss; a cut
+    copy carries that decision and nothing else, so the choice gets a larger share of the loss
+    without reweighting TRL's loss. Rows whose first assistant turn is their last are not copied.
+
+    >>> rows = [{"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": f"q{i}"},
+    ...          {"role": "assistant", "content": f"c{i}"}, {"role": "tool", "content": "t"},
+    ...          {"role": "assistant", "content": f"r{i}"}], "tools": []} for i in range(2)]
+    >>> [[m["content"] for m in r["messages"]] for r in add_decision_rows(rows, 0.5)][2:]
+    [['S', 'q1', 'c1']]
+    """
+    if not 0.0 <= share <= 1.0:
+        raise TrainError(f"decision_rows must be within [0, 1], got {share}")
+    if share == 0.0:
+        return rows
+    extra, owed = [], 0.0
+    for row in rows:
+        owed += share
+        if owed < 1.0 - 1e-9:
+            continue
+        owed -= 1.0
+        messages = row["messages"]
+        first = next(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+        if first < len(messages) - 1:
+            extra.append({"messages": messages[: first + 1], "tools": row["tools"]})
+    return rows + extra
+
+
 def token_lengths(rows: list[dict[str, Any]], tokenizer: Any) -> list[int]:
     """Each row's length in tokens, rendered with the tokenizer's chat template and its tools."""
     from harnessctl.augment.trajectories import chat_template_inputs

@@ -30,7 +30,7 @@ from trainer.common import (
     training_arguments,
 )
 from trainer.config import SFTStageConfig, TrainConfig
-from trainer.data import join_viewer_rows, plan_lengths, read_chat_rows, to_dataset, token_lengths
+from trainer.data import add_decision_rows, join_viewer_rows, plan_lengths, read_chat_rows, to_dataset, token_lengths
 
 
 def sft_trainer(
@@ -106,11 +106,13 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
     rows = read_chat_rows(cfg.data, cfg.split)
     resume_from = prepare_out(cfg, resume)
     model, tokenizer = load_model(cfg.model, cfg)
-    kept, info = fit_rows(
-        join_viewer_rows(rows, cfg.viewers_per_row), tokenizer, model, cfg.max_length, cfg.max_truncated_share
-    )
+    joined = join_viewer_rows(rows, cfg.viewers_per_row)
+    training_rows = add_decision_rows(joined, cfg.decision_rows)
+    kept, info = fit_rows(training_rows, tokenizer, model, cfg.max_length, cfg.max_truncated_share)
     if cfg.viewers_per_row > 1:
         info.update(viewers_per_row=cfg.viewers_per_row, viewer_rows=len(rows))
+    if cfg.decision_rows:
+        info.update(decision_rows=len(training_rows) - len(joined))
     heldout = heldout_rows(cfg, tokenizer, info["max_length"])
     trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"], heldout)
     if heldout:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainer.config import CONFIG_DIR, STAGES, ConfigError, RLStageConfig, SFTStageConfig, field_help, load_config
-from trainer.data import join_viewer_rows, plan_lengths, read_chat_rows, token_lengths
+from trainer.data import add_decision_rows, join_viewer_rows, plan_lengths, read_chat_rows, token_lengths
 from trainer.general_corpus import TOPICS, general_prompts, general_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,6 +45,7 @@ def test_every_shipped_config_loads_for_every_stage(name):
         (lambda: load_config("sft", None, {"max_steps": "2.5"}), "expected a whole number"),
         (lambda: load_config("sft", None, {"packing": "maybe"}), "expected true or false"),
         (lambda: SFTStageConfig(viewers_per_row=0), "viewers_per_row must be 1 or more"),
+        (lambda: SFTStageConfig(decision_rows=1.5), "decision_rows must be within"),
     ],
 )
 def test_bad_config_values_say_what_to_change(build, message):
@@ -88,6 +89,20 @@ def test_rows_under_one_harness_join_into_one_chat_and_no_turn_is_lost_or_crosse
     # as few chats as chunks of three allow, per harness
     sizes = Counter(key(row) for row in rows)
     assert len(joined) == sum(-(-n // 3) for n in sizes.values())
+
+
+def test_decision_rows_add_copies_cut_after_the_first_call_and_keep_every_row_whole(trajectories_dir):
+    rows = read_chat_rows(trajectories_dir, "train")
+    assert add_decision_rows(rows, 0.0) is rows
+    out = add_decision_rows(rows, 0.5)
+    assert out[: len(rows)] == rows  # the whole rows come first, untouched
+    extra = out[len(rows) :]
+    assert len(rows) // 2 - 1 <= len(extra) <= len(rows) // 2
+    for cut in extra:
+        roles = [m["role"] for m in cut["messages"]]
+        assert roles[-1] == "assistant" and roles.count("assistant") == 1 and "tool" not in roles
+        whole = next(r for r in rows if r["messages"][: len(roles)] == cut["messages"])
+        assert len(whole["messages"]) > len(roles) and whole["tools"] == cut["tools"]
 
 
 def test_the_general_corpus_answers_satisfy_the_ifeval_checkers():
