@@ -23,7 +23,11 @@ train_app = typer.Typer(
 
 ConfigOpt = Annotated[
     str | None,
-    typer.Option("--config", "-c", help="Config file, or a shipped one: tiny-cpu, lora-8b-1gpu, multi-gpu."),
+    typer.Option(
+        "--config",
+        "-c",
+        help="Config file, or a shipped one: tiny-cpu, lora-8b-1gpu, multi-gpu. Without it, the built-in defaults (trainer/config.py), which are not tiny-cpu's.",
+    ),
 ]
 OutOpt = Annotated[
     Path | None, typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")
