@@ -173,8 +173,35 @@ def diagnose(
             out.print(Text(f"   steps: {'; '.join(e.steps) or '(no tool calls)'}"[:300], style="dim"))
             out.print(Text(f"   reply: {e.reply[:120]!r}", style="dim"))
             out.print(Text(f"   expected: {e.expected}"[:300], style="dim"))
+    _print_stale_names(d)
     if target:
         out.print(f"report written to [bold]{target}[/]")
+
+
+def _print_stale_names(d: Any) -> None:
+    """The names the model used that its harness no longer has, with what they meant."""
+    if not d.stale_names:
+        return
+    n = len(d.stale_names)
+    table = Table(
+        title=f"stale names: the model used {n} name{'s' if n != 1 else ''} its harness no longer has",
+        title_justify="left",
+    )
+    for col in ("name", "meant", "from", "now", "calls", "cases"):
+        table.add_column(col, overflow="fold", justify="right" if col in ("calls", "cases") else "left")
+    for e in d.stale_names:
+        table.add_row(
+            e["name"], e["element"], e["version"], e["current"] or "(removed)", str(e["calls"]), str(e["cases"])
+        )
+    out.print(table)
+    out.print(
+        Text(
+            f"The model follows an earlier harness, not this one: `harnessctl edit {d.run_id}` proposes giving a renamed "
+            "element its name back; a model trained on varied harnesses (augment --trajectories, train sft) "
+            "does not depend on the names.",
+            style="dim",
+        )
+    )
 
 
 # -- patch ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from .failures import (
     failure_items,
     retries_exhausted,
 )
+from .stale import FormerName, FormerNameIndex, StaleCall, relabel_stale, stale_calls, summarize_stale
 
 
 @dataclass
@@ -99,6 +101,8 @@ class Diagnosis:
     failed: list[tuple[str, str]]
     harness_path: str | None = None
     cases: list[CaseFailures] = field(default_factory=list, repr=False)
+    #: Names the episodes used that their harness no longer has (see :mod:`.stale`), most used first.
+    stale_names: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +115,7 @@ class Diagnosis:
             "by_component": self.by_component,
             "clusters": [c.to_dict() for c in self.clusters],
             "failed": [list(k) for k in self.failed],
+            "stale_names": self.stale_names,
         }
 
 
@@ -130,10 +135,11 @@ def diagnose_run(
     config = manifest.get("config") or {}
     if harness is None:
         harness = _load_harness(config.get("harness_path"))
-    cases = load_run_cases(store.root, config.get("evals_dir", "evals"), {r.suite for r in store.results()})
+    items = load_run_items(store.root, config.get("evals_dir", "evals"), {r.suite for r in store.results()})
     return diagnose_results(
         store.results(),
-        cases=cases,
+        cases={k: item.case for k, item in items.items()},
+        former=FormerNameIndex(config.get("harness_path"), items).for_case,
         harness=harness,
         run_id=store.run_id,
         model=manifest.get("model"),
@@ -151,18 +157,28 @@ def diagnose_results(
     model: str | None = None,
     harness_path: str | None = None,
     examples: int = 3,
+    former: Callable[[str, str], dict[tuple[str, str], FormerName]] | None = None,
 ) -> Diagnosis:
     """:func:`diagnose_run` on results already in memory (``cases`` by (suite, case id)).
+
+    ``former(suite, case_id)`` gives the names another version of the case's harness used
+    (:class:`~harnessctl.loop.stale.FormerNameIndex`); a call by one of them is diagnosed as
+    ``stale_name`` on the element the name meant instead of an unknown name.
 
     >>> diagnose_results(store.results(), cases=cases).clusters[0].kind   # doctest: +SKIP
     """
     cases = cases or {}
     failed_cases: list[CaseFailures] = []
+    stale: dict[tuple[str, str], list[StaleCall]] = {}
     for r in results:
         if r.passed:
             continue
         case = cases.get((r.suite, r.case_id))
         items = failure_items(r.to_dict(), case, harness) or [FailureItem("low_score", "overall", RUNTIME)]
+        calls = stale_calls(r.record or {}, former(r.suite, r.case_id)) if former and _unknown_names(r) else []
+        if calls:
+            stale[(r.suite, r.case_id)] = calls
+            items = relabel_stale(items, calls)
         failed_cases.append(_case_view(r, case, items))
     groups: dict[tuple[str, str, str], list[tuple[CaseFailures, FailureItem]]] = defaultdict(list)
     for cf in failed_cases:
@@ -188,7 +204,14 @@ def diagnose_results(
         failed=[(cf.suite, cf.case_id) for cf in failed_cases],
         harness_path=harness_path,
         cases=failed_cases,
+        stale_names=summarize_stale(stale),
     )
+
+
+def _unknown_names(r: CaseResult) -> bool:
+    """Whether the episode used a tool or skill name its harness refused (the only place a
+    former name can show up), so the harness history is read only when it can matter."""
+    return any(str(f).startswith(("unknown_tool:", "invalid_args:load_skill")) for f in r.failures or [])
 
 
 def _cluster(key: tuple[str, str, str], members: list[tuple[CaseFailures, FailureItem]], n_examples: int) -> Cluster:
@@ -289,6 +312,11 @@ def load_run_cases(run_root: str | Path, evals_dir: str | Path, suites: set[str]
 
     >>> load_run_cases("runs/r1", "evals", {"livestream"})[("livestream", "ls-price-51001-0001")].intent   # doctest: +SKIP
     """
+    return {k: item.case for k, item in load_run_items(run_root, evals_dir, suites).items()}
+
+
+def load_run_items(run_root: str | Path, evals_dir: str | Path, suites: set[str]) -> dict[tuple[str, str], Any]:
+    """:func:`load_run_cases` with each case's suite item (the case and the harness it runs under)."""
     from harnessctl.eval.suites import AGENT_SUITES, SuiteError, load_suite
 
     out: dict[tuple[str, str], Any] = {}
@@ -304,5 +332,5 @@ def load_run_cases(run_root: str | Path, evals_dir: str | Path, suites: set[str]
         else:
             continue
         for item in items:
-            out[(suite, item.id)] = item.case
+            out[(suite, item.id)] = item
     return out

@@ -52,6 +52,7 @@ COMPONENT_OF = {
     "over_tool_budget": "constraints",
     "budget_exhausted": "constraints",
     "over_think": "reasoning",
+    "stale_name": "tool_rationality",
     "model_error": "runtime",
     "error": "runtime",
 }

@@ -12,7 +12,10 @@ Offline rules (each proposal names the failure clusters it targets):
   to do first and moved to the top of its skill; a prompt block a failure traces to moves up;
 - **retry gives up too early** — tool faults that outlast the retry hook's attempts (the case's
   faults clear one attempt later) raise ``max_attempts``, and a fault kind the hook does not
-  react to is added to ``on``.
+  react to is added to ``on``;
+- **stale name** — the model keeps calling a tool, or loading a skill, by the name an earlier
+  version gave it (the diagnosis's ``stale_name`` clusters): the element gets that name back, so
+  the served model works this week while a model trained on varied harnesses is prepared.
 
 Every proposal is checked (:func:`~harnessctl.loop.edits.check_proposal`) before it is offered.
 
@@ -54,6 +57,7 @@ def propose_rules(
     proposals += _constraints(diagnosis, harness)
     proposals += _rules_and_blocks(diagnosis, harness)
     proposals += _retry(diagnosis, harness)
+    proposals += _stale_names(diagnosis, harness)
     seen: set[str] = set()
     unique = []
     for p in sorted(proposals, key=lambda p: -p.impact):
@@ -289,6 +293,36 @@ def _retry(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
             impact=_impact(diagnosis, {"hook:retry"}) or float(affected),
         )
     ]
+
+
+def _stale_names(diagnosis: Diagnosis, h: Harness) -> list[Proposal]:
+    """Give a renamed tool or skill its former name back when the model keeps using it."""
+    out = []
+    in_use = {t.name for t in h.tools} | {s.name for s in h.skills} | {h.skill_loader.name}
+    for entry in diagnosis.stale_names:
+        kind, _, key = split_element(entry["element"])
+        name = entry["name"]
+        if kind not in ("tool", "skill") or entry.get("current") is None or name in in_use:
+            continue
+        try:
+            element = h.skill(key) if kind == "skill" else h.tool(key)
+        except KeyError:
+            continue
+        in_use.add(name)
+        out.append(
+            Proposal(
+                id="",
+                title=f"give {kind} {key} its {entry['version']} name back ({element.name} -> {name})",
+                rationale=f"the model used {name}, the name of {kind} {key} in {entry['version']}, {entry['calls']} time(s) "
+                f"in {entry['cases']} case(s): it follows the earlier harness, not the rename; restoring the name keeps "
+                "this model working until one trained on varied harnesses replaces it",
+                targets=[f"{kind}:{key}"],
+                ops=[{"op": "set", "element": kind, "key": key, "field": "name", "value": name}],
+                source="rules:stale_name",
+                impact=_impact(diagnosis, {f"{kind}:{key}"}),
+            )
+        )
+    return out
 
 
 # -- an LLM proposer -------------------------------------------------------------------------

@@ -50,6 +50,19 @@ def diagnosis_section(d: Diagnosis, *, clusters: int = 12) -> str:
             f"<td class=num>{c.cases}</td><td class=num>{c.impact:.2f}</td><td>{escape(others)}</td></tr>"
         )
     out.append("</tbody></table>")
+    if d.stale_names:
+        out.append(
+            "<h3>Stale names</h3><p class=meta>names the model used that its harness no longer has: "
+            "another version (or the harness a variant was made from) called the element that</p>"
+            "<table><thead><tr><th>name</th><th>meant</th><th>from</th><th>now</th><th>calls</th><th>cases</th></tr></thead><tbody>"
+        )
+        for e in d.stale_names:
+            out.append(
+                f"<tr><td><code>{escape(e['name'])}</code></td><td><code>{escape(e['element'])}</code></td>"
+                f"<td>{escape(e['version'])}</td><td>{escape(e['current'] or '(removed)')}</td>"
+                f"<td class=num>{e['calls']}</td><td class=num>{e['cases']}</td></tr>"
+            )
+        out.append("</tbody></table>")
     for i, c in enumerate(d.clusters[:clusters], 1):
         out.append(f"<details><summary>#{i} {escape(c.kind)} · {escape(c.element)} — {c.cases} cases</summary>")
         for e in c.examples:
