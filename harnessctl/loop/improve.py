@@ -275,10 +275,19 @@ def _diagnose(run: LoopRun, harness: Any, config: LoopConfig) -> dict[str, Any]:
 
 
 def _diagnosis(run: LoopRun, harness: Any, config: LoopConfig) -> Any:
-    from .diagnose import load_run_cases
+    from .diagnose import load_run_items
+    from .stale import FormerNameIndex
 
-    cases = load_run_cases(run.store.root, config.evals_dir, {r.suite for r in run.results})
-    return diagnose_results(run.results, cases=cases, harness=harness, run_id=run.run_id, model=config.model)
+    items = load_run_items(run.store.root, config.evals_dir, {r.suite for r in run.results})
+    return diagnose_results(
+        run.results,
+        cases={k: item.case for k, item in items.items()},
+        harness=harness,
+        run_id=run.run_id,
+        model=config.model,
+        # names from the harness's own versions: a model that still uses last week's names
+        former=FormerNameIndex(config.harness_dir, items).for_case,
+    )
 
 
 def _propose(run: LoopRun, harness: Any, harness_dir: Path, config: LoopConfig) -> dict[str, Any]:

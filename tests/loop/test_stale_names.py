@@ -180,3 +180,16 @@ def test_without_history_an_unknown_name_stays_unknown(tmp_path):
     d = json.loads(hc("diagnose", "plain", "--runs-dir", str(runs), "--json").stdout)
     assert d["stale_names"] == []
     assert any(c["kind"] == "unknown_tool" for c in d["clusters"])
+
+
+def test_the_loop_gives_the_names_back_when_the_served_model_cannot_follow_the_rename(edited_run, tmp_path):
+    h, _ = edited_run
+    proc = hc(
+        "loop", "-m", f"oracle-blind:{LIVECOMMERCE}", "-H", str(h), "--suite", "livestream", "--limit", "20",
+        "--budget", "2", "--evals-dir", str(EVALS), "--loops-dir", str(tmp_path / "loops"), "-j", "4", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    kept = [r for r in d["rows"] if r["kept"]]
+    assert kept and kept[0]["source"] == "rules:stale_name"
+    assert d["final"]["livestream"] > d["baseline"]["livestream"]
