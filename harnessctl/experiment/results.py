@@ -68,11 +68,26 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
         "scores": scores,
         "slices": slices,
         "components": components,
+        "stale_names": _stale_names(store, variant),
         "families": {f: {"score": mean(rs), "n": len(rs)} for f, rs in sorted(families.items())},
         "n": {s: len(rs) for s, rs in by_suite.items()},
         "errors": sum(r.error is not None for r in results),
         "latency": {"p50_s": lat.get("p50"), "p95_s": lat.get("p95"), "n": len(live)},
     }
+
+
+def _stale_names(store: Any, variant: list[Any]) -> dict[str, int] | None:
+    """Variant-suite episodes that called a tool or skill by a name the variant renamed (a name of
+    the harness it was made from, or of an earlier version): how far the arm follows the surface
+    it was trained on instead of the one it is shown."""
+    if not variant:
+        return None
+    from harnessctl.loop.diagnose import load_run_items
+    from harnessctl.loop.stale import FormerNameIndex, stale_name_use
+
+    config = store.manifest.get("config") or {}
+    items = load_run_items(store.root, config.get("evals_dir", "evals"), {"variant"})
+    return stale_name_use(variant, FormerNameIndex(config.get("harness_path"), items))
 
 
 def _get(scores: dict[str, dict[str, Any]], arm: str, key: str) -> float | None:
@@ -189,10 +204,17 @@ def component_table(results: dict[str, Any]) -> list[str]:
         f"| arm | {head} |",
         "| --- |" + " ---: |" * len(FOLLOWING),
     ]
+    stale = any(arm["metrics"].get("stale_names") for arm in arms)
+    if stale:
+        lines[2] += " variant episodes using a renamed element's old name (calls) |"
+        lines[3] += " ---: |"
     for arm in arms:
         comps = arm["metrics"]["components"]
         live, var = comps.get("livestream", {}), comps.get("variant", {})
         cells = " | ".join(f"{_n(live.get(k))} → {_n(var.get(k))}" for k in FOLLOWING)
+        if stale:
+            use = arm["metrics"].get("stale_names")
+            cells += f" | {use['cases']} of {use['episodes']} ({use['calls']})" if use else " | —"
         lines.append(f"| {arm['label']} | {cells} |")
     return [*lines, ""]
 

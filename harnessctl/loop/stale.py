@@ -256,3 +256,23 @@ def summarize_stale(calls_by_case: dict[tuple[str, str], list[StaleCall]]) -> li
     out = [{**e, "cases": len(e["cases"])} for e in agg.values()]
     out.sort(key=lambda e: (-e["calls"], -e["cases"], e["name"]))
     return out
+
+
+def stale_name_use(results: list[Any], index: FormerNameIndex) -> dict[str, int]:
+    """How much of a run leans on former names: episodes (``cases``) that used one and the calls
+    that did (``calls``), of ``episodes`` — passed cases included. On the ``variant`` suite this
+    says how far a model follows the harness it is shown rather than the one it was trained under.
+
+    >>> stale_name_use(store.results(), FormerNameIndex("harnesses/livecommerce", items))   # doctest: +SKIP
+    {'episodes': 40, 'cases': 12, 'calls': 77}
+    """
+    cases = calls = 0
+    for r in results:
+        record = r.record or {}
+        steps = record.get("tool_steps") or []
+        if not any(s.get("key") is None or (s.get("key") == LOADER_KEY and not s.get("valid")) for s in steps):
+            continue  # every name was known: nothing to look up
+        found = stale_calls(record, index.for_case(r.suite, r.case_id))
+        cases += bool(found)
+        calls += len(found)
+    return {"episodes": len(results), "cases": cases, "calls": calls}

@@ -193,3 +193,26 @@ def test_the_loop_gives_the_names_back_when_the_served_model_cannot_follow_the_r
     kept = [r for r in d["rows"] if r["kept"]]
     assert kept and kept[0]["source"] == "rules:stale_name"
     assert d["final"]["livestream"] > d["baseline"]["livestream"]
+
+
+def test_the_study_counts_variant_episodes_that_lean_on_the_source_harnesss_names(tmp_path):
+    from harnessctl.experiment.results import arm_metrics, component_table
+
+    runs = tmp_path / "runs"
+    for model in ("oracle", f"oracle-blind:{LIVECOMMERCE}"):
+        proc = hc(
+            "eval", "--suite", "variant", "--limit", "12", "-j", "4", "-H", str(LIVECOMMERCE), "--evals-dir",
+            str(EVALS), "--model", model, "--runs-dir", str(runs), "--run-id", model.split(":")[0],
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    follows, blind = arm_metrics(runs / "oracle"), arm_metrics(runs / "oracle-blind")
+    # the policy that reads each variant never uses a name the variant renamed; the one that
+    # memorised the shipped harness does
+    assert follows["stale_names"] == {"episodes": 12, "cases": 0, "calls": 0}
+    assert blind["stale_names"]["episodes"] == 12 and blind["stale_names"]["calls"] >= blind["stale_names"]["cases"] > 0
+    arms = [
+        {"label": "follows", "status": "done", "metrics": follows},
+        {"label": "blind", "status": "done", "metrics": blind},
+    ]
+    table = "\n".join(component_table({"arms": arms}))
+    assert "old name (calls)" in table and "| 0 of 12 (0) |" in table
