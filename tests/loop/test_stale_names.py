@@ -114,6 +114,23 @@ def test_relabelling_moves_the_name_failure_and_what_it_stood_for_onto_the_eleme
     ]
 
 
+def _evaluate(
+    harness: Path,
+    runs: Path,
+    run_id: str,
+    *,
+    model: str = f"oracle-blind:{LIVECOMMERCE}",
+    suite: str = "livestream",
+    limit: int = 20,
+) -> None:
+    """``harnessctl eval`` through the real CLI; by default the policy that memorised v3's names."""
+    proc = hc(
+        "eval", "--suite", suite, "--limit", str(limit), "-j", "4", "-H", str(harness), "--evals-dir", str(EVALS),
+        "--model", model, "--runs-dir", str(runs), "--run-id", run_id,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.fixture(scope="module")
 def edited_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The shipped harness (v3) in its own repository, this week's edit tagged v4, and a run of
@@ -124,11 +141,7 @@ def edited_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     git(h, "commit", "-qam", "weekly edit")
     assert hc("tag", "v4", "-H", str(h), "-m", "deals renamed").returncode == 0
     runs = tmp / "runs"
-    proc = hc(
-        "eval", "--suite", "livestream", "--limit", "20", "-j", "4", "-H", str(h), "--evals-dir", str(EVALS),
-        "--model", f"oracle-blind:{LIVECOMMERCE}", "--runs-dir", str(runs), "--run-id", "blind-v4",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    _evaluate(h, runs, "blind-v4")
     return h, runs
 
 
@@ -172,11 +185,7 @@ def test_without_history_an_unknown_name_stays_unknown(tmp_path):
     shutil.copytree(LIVECOMMERCE, h)
     assert hc("patch", str(WEEKLY_EDIT), "-H", str(h)).returncode == 0
     runs = tmp_path / "runs"
-    proc = hc(
-        "eval", "--suite", "livestream", "--limit", "20", "-j", "4", "-H", str(h), "--evals-dir", str(EVALS),
-        "--model", f"oracle-blind:{LIVECOMMERCE}", "--runs-dir", str(runs), "--run-id", "plain",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    _evaluate(h, runs, "plain")
     d = json.loads(hc("diagnose", "plain", "--runs-dir", str(runs), "--json").stdout)
     assert d["stale_names"] == []
     assert any(c["kind"] == "unknown_tool" for c in d["clusters"])
@@ -200,11 +209,7 @@ def test_the_study_counts_variant_episodes_that_lean_on_the_source_harnesss_name
 
     runs = tmp_path / "runs"
     for model in ("oracle", f"oracle-blind:{LIVECOMMERCE}"):
-        proc = hc(
-            "eval", "--suite", "variant", "--limit", "12", "-j", "4", "-H", str(LIVECOMMERCE), "--evals-dir",
-            str(EVALS), "--model", model, "--runs-dir", str(runs), "--run-id", model.split(":")[0],
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
+        _evaluate(LIVECOMMERCE, runs, model.split(":")[0], model=model, suite="variant", limit=12)
     follows, blind = arm_metrics(runs / "oracle"), arm_metrics(runs / "oracle-blind")
     # the policy that reads each variant never uses a name the variant renamed; the one that
     # memorised the shipped harness does
