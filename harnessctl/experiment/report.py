@@ -206,6 +206,21 @@ def render_report(results: dict[str, Any]) -> str:
             {a["label"]: [(a["metrics"]["families"].get(f) or {}).get("score") for f in families] for a in arms},
         )
     )
+    stale = {a["label"]: a["metrics"].get("stale_names") for a in arms if a["metrics"].get("stale_names")}
+    if stale:
+        html.append(
+            "<h2>Stale names on the variant suite</h2><p class=meta>share of variant episodes (%) that called a tool "
+            "or loaded a skill by a name the variant had renamed: the surface the arm was trained on, not the one it was shown</p>"
+        )
+        html.append(
+            grouped_bars(
+                ["episodes with a stale name"],
+                {
+                    label: [round(100.0 * u["cases"] / u["episodes"], 1) if u["episodes"] else None]
+                    for label, u in stale.items()
+                },
+            )
+        )
     html.append(
         "<h2>Latency</h2><p class=meta>seconds per episode over the agent suites, in process; the final model also through the embedded server</p>"
     )

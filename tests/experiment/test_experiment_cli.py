@@ -172,6 +172,9 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert "| fixed-SFT |" in md and "| HAT (+ HSA-RL) |" in md and "94.8" in md and "73.8" in md
     html = (study / "report.html").read_text()
     assert "<svg" in html and "Learning curves" in html and "Variant suite by family" in html
+    # how far each arm leans on the shipped names under a renamed listing (one variant case each here)
+    assert all(a["metrics"]["stale_names"]["episodes"] == 1 for a in results["arms"])
+    assert "Stale names on the variant suite" in html and "old name (calls)" in md
     assert json.loads((study / "results.json").read_text())["scores"] == results["scores"]
 
     # the same study asked with another plan is refused, naming the plan file and the difference
