@@ -104,19 +104,20 @@ def harness_history(harness_dir: str | Path | None) -> list[tuple[str, Any]]:
     """
     if not harness_dir or not Path(harness_dir).is_dir():
         return []
-    from harnessctl.harness import HarnessError
     from harnessctl.harness.store import HarnessStore
 
+    # Any failure reading the history (a broken repository, a version that no longer loads, a git
+    # error) only means fewer former names: the diagnosis itself must never fail on a hint.
     try:
         store = HarnessStore(harness_dir)
         versions = store.list_versions()
-    except (HarnessError, OSError, ValueError):
+    except Exception:  # noqa: BLE001 - see above
         return []
     out = []
     for v in versions:
         try:
             out.append((v.name, store.resolve(v.name).harness))
-        except (HarnessError, OSError, ValueError):
+        except Exception:  # noqa: BLE001 - see above
             continue
     return out
 
@@ -177,7 +178,6 @@ class FormerNameIndex:
 
     def _build(self, spec: dict[str, Any]) -> dict[tuple[str, str], FormerName]:
         from harnessctl.eval.runner import HarnessResolver
-        from harnessctl.harness import HarnessError
 
         if self._history is None:
             self._history = harness_history(self.harness_path)
@@ -185,7 +185,7 @@ class FormerNameIndex:
         try:
             base = resolver.get(None)
             current = resolver.get(spec) if spec else base
-        except (HarnessError, OSError, KeyError, ValueError):
+        except Exception:  # noqa: BLE001 - a harness that cannot be rebuilt gives no hint, not a failure
             return {}
         earlier = list(self._history)
         if spec and spec.get("kind", "shipped") != "shipped":

@@ -221,3 +221,17 @@ def test_the_study_counts_variant_episodes_that_lean_on_the_source_harnesss_name
     ]
     table = "\n".join(component_table({"arms": arms}))
     assert "old name (calls)" in table and "| 0 of 12 (0) |" in table
+
+
+def test_a_version_that_no_longer_loads_is_left_out_of_the_history_not_an_error(tmp_path):
+    from harnessctl.loop.stale import harness_history
+
+    h = harness_repo(tmp_path, LIVECOMMERCE)
+    original = (h / "harness.yaml").read_text()
+    (h / "harness.yaml").write_text("name: livecommerce\nversion: v9\n")  # a broken snapshot, later fixed
+    git(h, "commit", "-qam", "broken")
+    (h / "harness.yaml").write_text(original)
+    git(h, "commit", "-qam", "fixed")
+    versions = [v for v, _ in harness_history(h)]
+    assert "v9" not in versions and versions == ["v3"]
+    assert harness_history(tmp_path / "nowhere") == []
