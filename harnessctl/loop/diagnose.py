@@ -30,7 +30,7 @@ from .failures import (
     failure_items,
     retries_exhausted,
 )
-from .stale import FormerName, FormerNameIndex, StaleCall, relabel_stale, stale_calls, summarize_stale
+from .stale import FormerName, FormerNameIndex, StaleCall, refused_names, relabel_stale, stale_calls, summarize_stale
 
 
 @dataclass
@@ -175,7 +175,8 @@ def diagnose_results(
             continue
         case = cases.get((r.suite, r.case_id))
         items = failure_items(r.to_dict(), case, harness) or [FailureItem("low_score", "overall", RUNTIME)]
-        calls = stale_calls(r.record or {}, former(r.suite, r.case_id)) if former and _unknown_names(r) else []
+        record = r.record or {}
+        calls = stale_calls(record, former(r.suite, r.case_id)) if former and refused_names(record) else []
         if calls:
             stale[(r.suite, r.case_id)] = calls
             items = relabel_stale(items, calls)
@@ -206,12 +207,6 @@ def diagnose_results(
         cases=failed_cases,
         stale_names=summarize_stale(stale),
     )
-
-
-def _unknown_names(r: CaseResult) -> bool:
-    """Whether the episode used a tool or skill name its harness refused (the only place a
-    former name can show up), so the harness history is read only when it can matter."""
-    return any(str(f).startswith(("unknown_tool:", "invalid_args:load_skill")) for f in r.failures or [])
 
 
 def _cluster(key: tuple[str, str, str], members: list[tuple[CaseFailures, FailureItem]], n_examples: int) -> Cluster:

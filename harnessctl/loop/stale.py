@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: The key of the skill-loading tool (its name may change; the key does not).
-LOADER_KEY = "load_skill"
+from harnessctl.sim.scorer import LOADER_KEY
 
 
 @dataclass(frozen=True)
@@ -44,11 +43,6 @@ class FormerName:
     used_as: str  # "tool" | "skill"
     version: str
     current: str | None = None
-
-    def describe(self) -> str:
-        """``get_deals: the name of tool:promotions in v3 (now find_deals)``"""
-        now = f"now {self.current}" if self.current else "no longer in the harness"
-        return f"{self.name}: the name of {self.element} in {self.version} ({now})"
 
 
 @dataclass(frozen=True)
@@ -122,6 +116,19 @@ def harness_history(harness_dir: str | Path | None) -> list[tuple[str, Any]]:
     return out
 
 
+def refused_names(record: dict[str, Any]) -> bool:
+    """Whether the episode used a tool name its harness did not know or a skill name the loader
+    refused: the only places a former name can show up, so the history is read only then.
+
+    >>> refused_names({"tool_steps": [{"name": "get_deals", "key": None}]})
+    True
+    """
+    return any(
+        s.get("key") is None or (s.get("key") == LOADER_KEY and not s.get("valid"))
+        for s in record.get("tool_steps") or []
+    )
+
+
 def stale_calls(record: dict[str, Any], former: dict[tuple[str, str], FormerName]) -> list[StaleCall]:
     """The tool steps of an episode record that used a former name: a tool name the harness did
     not know, or a skill name the skill loader refused.
@@ -163,6 +170,7 @@ class FormerNameIndex:
         self.harness_path = Path(harness_path) if harness_path else None
         self.items = items or {}
         self._history: list[tuple[str, Any]] | None = None
+        self._resolver: Any = None  # one resolver: the run's harness is loaded once for every spec
         self._by_spec: dict[str, dict[tuple[str, str], FormerName]] = {}
 
     def for_case(self, suite: str, case_id: str) -> dict[tuple[str, str], FormerName]:
@@ -181,10 +189,10 @@ class FormerNameIndex:
 
         if self._history is None:
             self._history = harness_history(self.harness_path)
-        resolver = HarnessResolver(self.harness_path)
+            self._resolver = HarnessResolver(self.harness_path)
         try:
-            base = resolver.get(None)
-            current = resolver.get(spec) if spec else base
+            base = self._resolver.get(None)
+            current = self._resolver.get(spec) if spec else base
         except Exception:  # noqa: BLE001 - a harness that cannot be rebuilt gives no hint, not a failure
             return {}
         earlier = list(self._history)
@@ -269,8 +277,7 @@ def stale_name_use(results: list[Any], index: FormerNameIndex) -> dict[str, int]
     cases = calls = 0
     for r in results:
         record = r.record or {}
-        steps = record.get("tool_steps") or []
-        if not any(s.get("key") is None or (s.get("key") == LOADER_KEY and not s.get("valid")) for s in steps):
+        if not refused_names(record):
             continue  # every name was known: nothing to look up
         found = stale_calls(record, index.for_case(r.suite, r.case_id))
         cases += bool(found)
