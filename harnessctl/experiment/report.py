@@ -166,6 +166,7 @@ def render_report(results: dict[str, Any]) -> str:
         f"<h1>HAT in miniature — {escape(str(results.get('id')))} ({escape(str(results['plan'].get('preset')))})</h1>",
         (
             f"<p class=meta>{escape(str(results.get('command')))} · {escape(str(results.get('eval_cases')))} cases per suite per arm"
+            f" · IFEval on {escape(str(results.get('ifeval_prompts', results.get('eval_cases'))))} prompts"
             " · suites v2 · the paper's LS-QA is our livestream suite, its Harness-Variant our variant suite</p>"
         ),
         "<h2>Results</h2>",

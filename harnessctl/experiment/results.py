@@ -226,7 +226,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         (
             f"Produced by `{results['command']}`. Scores 0-100 on suites v2, {results['eval_cases']} per suite per arm "
-            "(an even spread of each suite)."
+            f"(an even spread of each suite); IFEval on {results.get('ifeval_prompts', results['eval_cases'])} prompts."
         ),
         "",
         "| arm | livestream | variant | history v1 | history v2 | robustness | tool faults | ifeval | P50 | P95 | steps | train s | eval s |",

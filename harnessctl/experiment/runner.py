@@ -6,7 +6,9 @@ Layout of a study folder::
     data/fixed, data/hsa       the two SFT datasets (same cases; shipped harness vs augmented)
     arms/<arm>/model/          the arm's checkpoint (a trainer output folder, with train.json)
     arms/<arm>/train.json      what its training did (steps, seconds, tokens, the log: learning curves)
-    arms/<arm>/eval/suites/    its evaluation run on the four suites (records.jsonl, summary.json)
+    arms/<arm>/eval/suites/    its evaluation run on the agent suites (records.jsonl, summary.json)
+    arms/<arm>/eval/history/   the real-history slice (the variant suite's cases under v1 and v2)
+    arms/<arm>/eval/ifeval/    IFEval, on a sample of its own (``ifeval_limit``)
     arms/<arm>/eval/served/    the final arm only: livestream through the embedded server (latency)
     arms/<arm>/arm.json        written last: the arm is finished, never redone
     results.json, results.md, report.html
@@ -236,6 +238,10 @@ def _eval_progress(enabled: bool, label: str) -> Any:
 
 
 HISTORY_DIR = "evals-history"
+#: Evaluation runs of every arm beside its ``suites`` run, each with a sample size of its own.
+EXTRA_RUNS = ("history", "ifeval")
+#: The suites of an arm's ``suites`` run: IFEval has a run of its own.
+AGENT_SUITES = tuple(s for s in SUITES if s != "ifeval")
 
 
 def history_evals(plan: StudyPlan, root: Path) -> Path:
@@ -267,9 +273,10 @@ def history_evals(plan: StudyPlan, root: Path) -> Path:
 def evaluate_arm(
     plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool, *, kind: str = "suites"
 ) -> tuple[Path, float]:
-    """Evaluate the arm's model: ``suites`` (the four), ``history`` (the real-history slice) or
-    ``served`` (livestream through the embedded OpenAI-compatible server); resumes a run stopped
-    mid-way, skips a finished one. Returns the run folder and the seconds spent now."""
+    """Evaluate the arm's model: ``suites`` (the agent suites), ``history`` (the real-history
+    slice), ``ifeval`` (IFEval on ``plan.ifeval_limit`` prompts) or ``served`` (livestream through
+    the embedded OpenAI-compatible server); resumes a run stopped mid-way, skips a finished one.
+    Returns the run folder and the seconds spent now."""
     from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
     from harnessctl.eval.store import RunStore
 
@@ -278,8 +285,7 @@ def evaluate_arm(
     runs_dir, run_id = arm_dir / "eval", kind
     run_dir = runs_dir / run_id
     model_dir = (arm_dir / "model").resolve()
-    summary = _read_json(run_dir / "summary.json")
-    if summary and summary.get("complete"):
+    if _complete(run_dir):
         return run_dir, 0.0
     started = time.perf_counter()
     server = None
@@ -294,14 +300,14 @@ def evaluate_arm(
             model, api_base, suites = f"openai/{arm.name}", server.url, ["livestream"]
         else:
             model, api_base = f"local:{model_dir}", None
-            suites = ["variant"] if kind == "history" else list(SUITES)
+            suites = {"history": ["variant"], "ifeval": ["ifeval"]}.get(kind, list(AGENT_SUITES))
         evals_dir = str(history_evals(plan, root)) if kind == "history" else plan.evals_dir
-        limit = plan.history_limit if kind == "history" else plan.eval_limit
-        what = "the real-history slice (v1, v2)" if kind == "history" else ", ".join(suites)
+        limit = {"history": plan.history_limit, "ifeval": plan.ifeval_limit}.get(kind, plan.eval_limit)
+        what = {"history": "the real-history slice (v1, v2)"}.get(kind, ", ".join(suites))
         say(
             f"arm {arm.name}: evaluate on {what}"
             + (" through the embedded server" if served else "")
-            + (f", {limit} cases each" if limit else "")
+            + ((f", {limit} prompts" if kind == "ifeval" else f", {limit} cases each") if limit else "")
         )
         with _eval_progress(progress, f"eval {arm.name}") as update:
             if (run_dir / "manifest.json").is_file():
@@ -338,10 +344,11 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
     done = _read_json(arm_dir / ARM_FILE)
     if done and done.get("status") == "done":
         say(f"arm {arm.name}: finished before, reusing {arm_dir / ARM_FILE}")
-        if (arm_dir / "eval" / "history" / "summary.json").is_file():
+        missing = [kind for kind in EXTRA_RUNS if not _complete(arm_dir / "eval" / kind)]
+        if not missing:
             return _refresh(done, arm_dir)
-        # a study started before the history slice had its own run: measure it, train nothing
-        _, seconds = evaluate_arm(plan, arm, root, say, progress, kind="history")
+        # a study started before these runs had their own sample: measure them, train nothing
+        seconds = sum(evaluate_arm(plan, arm, root, say, progress, kind=kind)[1] for kind in missing)
         done = _refresh(done, arm_dir)
         done["compute"]["eval_s"] = round(done["compute"].get("eval_s", 0.0) + seconds, 2)
         _write_json(arm_dir / ARM_FILE, done)
@@ -349,11 +356,11 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
     arm_dir.mkdir(parents=True, exist_ok=True)
     train = train_arm(plan, arm, root, say, progress)
     run_dir, eval_s = evaluate_arm(plan, arm, root, say, progress)
-    _, history_s = evaluate_arm(plan, arm, root, say, progress, kind="history")
+    extra_s = sum(evaluate_arm(plan, arm, root, say, progress, kind=kind)[1] for kind in EXTRA_RUNS)
     served_s = 0.0
     if arm.name == FINAL_ARM:
         _, served_s = evaluate_arm(plan, arm, root, say, progress, kind="served")
-    eval_s += history_s
+    eval_s += extra_s
     metrics = _refresh({"metrics": arm_metrics(run_dir)}, arm_dir)["metrics"]
     parents = _lineage(plan, arm, root)
     compute = {
@@ -412,11 +419,22 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
             **metrics["history"],
         }
         metrics["n"]["history"] = h["n"].get("variant", 0)
+    ifeval = arm_dir / "eval" / "ifeval"
+    if (ifeval / "manifest.json").is_file():  # its own, larger sample replaces the suites run's
+        i = arm_metrics(ifeval)
+        metrics["scores"]["ifeval"] = i["scores"].get("ifeval")
+        metrics["n"]["ifeval"] = i["n"].get("ifeval", 0)
+        metrics["errors"] += i["errors"]
     served = arm_dir / "eval" / "served"
     if (served / "manifest.json").is_file():
         s = arm_metrics(served)
         metrics["served_latency"] = {**s["latency"], "livestream": s["scores"].get("livestream")}
     return {**done, "metrics": metrics}
+
+
+def _complete(run_dir: Path) -> bool:
+    """Whether the evaluation run in ``run_dir`` has finished every case."""
+    return bool((_read_json(run_dir / "summary.json") or {}).get("complete"))
 
 
 def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
@@ -567,6 +585,7 @@ def collect(
         "command": command,
         "plan": plan.to_dict(),
         "eval_cases": plan.eval_limit or "every case",
+        "ifeval_prompts": plan.ifeval_limit or "every prompt",
         "arms": records,
         "scores": table,
         "goals": judge_goals(table, latency),

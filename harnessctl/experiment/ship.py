@@ -41,8 +41,8 @@ def reproduce_command(plan: dict[str, Any], study_id: str) -> str:
 
     >>> reproduce_command(quick_plan().to_dict(), "quick")
     'harnessctl experiment hat --quick --id quick'
-    >>> reproduce_command({**full_plan().to_dict(), "eval_limit": 40}, "full")
-    'harnessctl experiment hat --id full --set eval_limit=40'
+    >>> reproduce_command({**full_plan().to_dict(), "eval_limit": 100}, "full")
+    'harnessctl experiment hat --id full --set eval_limit=100'
     """
     preset = quick_plan() if plan.get("preset") == "quick" else full_plan()
     args = ["harnessctl", "experiment", "hat"] + (["--quick"] if preset.preset == "quick" else [])
@@ -107,6 +107,7 @@ def ship_arm(
         "parent": record.get("parent"),
         "preset": plan.get("preset"),
         "eval_cases_per_suite": results.get("eval_cases", plan.get("eval_limit")),
+        "ifeval_prompts": results.get("ifeval_prompts", results.get("eval_cases", plan.get("eval_limit"))),
         "scores": scores,
         "scores_from": scores_from,
         "latency": (record.get("metrics") or {}).get("served_latency") or (record.get("metrics") or {}).get("latency"),

@@ -9,8 +9,7 @@ loader's name), skills that list unknown tool keys, unknown tool backends (see
 :mod:`harnessctl.harness.backends`), constraint values outside ``[min, max]``, undefined or
 malformed ``{{ }}`` templates, duplicate block and rule keys, guards naming a missing constraint.
 
->>> issues = validate_harness_dir("harnesses/livecommerce")      # doctest: +SKIP
->>> issues
+>>> validate_harness_dir("harnesses/livecommerce")
 []
 >>> print(validate_harness_dir("broken")[0])                     # doctest: +SKIP
 skills/greeting.yaml:3:1: unknown field 'descripton' ($.descripton) — did you mean 'description'?

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from harnessctl.experiment.results import arm_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,6 +38,7 @@ def tiny_study(base_model: Path) -> list[str]:
         "data_variants": 2,
         "eval_limit": 1,
         "history_limit": 2,
+        "ifeval_limit": 3,
         "eval_max_tokens": 12,
         "base.max_steps": 1,
         "base.rows": 24,
@@ -148,8 +152,10 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         if arm["parent"]:  # each arm trained from its parent arm's checkpoint
             assert manifest["parent"] == str(study / "arms" / arm["parent"] / "model")
         assert arm["compute"]["train_steps"] == 1 and arm["compute"]["train_s"] > 0
-        assert arm["metrics"]["n"] == {"livestream": 1, "variant": 1, "robustness": 1, "ifeval": 1, "history": 2}
-        assert set(arm["metrics"]["history"]) == {"history:v1", "history:v2"}  # the real history, its own sample
+        # the real history and IFEval each on a sample of their own
+        assert arm["metrics"]["n"] == {"livestream": 1, "variant": 1, "robustness": 1, "ifeval": 3, "history": 2}
+        assert set(arm["metrics"]["history"]) == {"history:v1", "history:v2"}
+        assert "ifeval" not in arm_metrics(study / "arms" / arm["name"] / "eval" / "suites")["n"]
         assert set(arm["metrics"]["scores"]) == {"livestream", "variant", "robustness", "ifeval"}
         # the rubric's components per agent suite
         assert {"livestream", "variant", "robustness"} <= set(arm["metrics"]["components"])
@@ -169,13 +175,29 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert results["goals"][4]["numbers"].endswith("(embedded server, livestream)")
 
     md = (study / "results.md").read_text()
-    assert "| fixed-SFT |" in md and "| HAT (+ HSA-RL) |" in md and "94.8" in md and "73.8" in md
+    assert (
+        "IFEval on 3 prompts" in md
+        and "| fixed-SFT |" in md
+        and "| HAT (+ HSA-RL) |" in md
+        and "94.8" in md
+        and "73.8" in md
+    )
     html = (study / "report.html").read_text()
     assert "<svg" in html and "Learning curves" in html and "Variant suite by family" in html
     # how far each arm leans on the shipped names under a renamed listing (one variant case each here)
     assert all(a["metrics"]["stale_names"]["episodes"] == 1 for a in results["arms"])
     assert "Stale names on the variant suite" in html and "old name (calls)" in md
     assert json.loads((study / "results.json").read_text())["scores"] == results["scores"]
+
+    # a finished arm whose IFEval run is missing (a study from before it had one) gets it, trains nothing
+    shutil.rmtree(study / "arms" / "hat" / "eval" / "ifeval")
+    third = subprocess.run(
+        [*cmd, "--json"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
+    )
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert "arm hat: evaluate on ifeval, 3 prompts" in third.stderr and ": train " not in third.stderr
+    assert "arm hsa-sft: evaluate" not in third.stderr
+    assert {a["name"]: a["metrics"]["n"]["ifeval"] for a in json.loads(third.stdout)["arms"]}["hat"] == 3
 
     # the same study asked with another plan is refused, naming the plan file and the difference
     other = subprocess.run(

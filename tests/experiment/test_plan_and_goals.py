@@ -42,6 +42,8 @@ def test_the_main_arms_chain_the_hat_stages_and_ablations_only_add_arms():
 def test_quick_is_smaller_than_full_in_every_stage_and_in_evaluation():
     q, f = quick_plan(), full_plan()
     assert q.eval_limit < f.eval_limit and q.data_n < f.data_n
+    # the full study scores IFEval on every prompt: the OPD goal compares pass rates points apart
+    assert f.ifeval_limit == 0 and q.ifeval_limit > 0
     for stage in ("base", "sft", "distill", "rl"):
         assert q.stage_overrides[stage]["max_steps"] < f.stage_overrides[stage]["max_steps"]
 
@@ -61,6 +63,8 @@ def test_set_changes_plan_fields_and_stage_fields_and_names_what_is_wrong():
         apply_overrides(quick_plan(), ["eval_limit"])
     with pytest.raises(PlanError, match="data_n must be at least 1"):
         apply_overrides(quick_plan(), ["data_n=0"])
+    with pytest.raises(PlanError, match="ifeval_limit must be 0 \\(every case\\) or positive"):
+        apply_overrides(quick_plan(), ["ifeval_limit=-1"])
     assert plan_differences(quick_plan().to_dict(), full_plan().to_dict())
 
 
