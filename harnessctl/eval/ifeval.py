@@ -24,6 +24,7 @@ False
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -80,7 +81,15 @@ def ensure_offline_checkers() -> None:
 
         # langdetect samples at random; a fixed seed makes the language checker deterministic.
         langdetect.DetectorFactory.seed = 0
+        # The official checkers log a response whose language cannot be detected (and count the
+        # instruction as followed) on the root logger: one line per such response, in the middle
+        # of a progress bar. The rule stays; the line goes.
+        logging.getLogger().addFilter(_drop_undetected_language)
         _ready = True
+
+
+def _drop_undetected_language(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Unable to detect language for text")
 
 
 def _write_punkt_tab(folder: Path) -> None:

@@ -46,8 +46,15 @@ def grouped_bars(
     width: int = 960,
     height: int = 240,
     unit: str = "",
+    intervals: dict[str, Sequence[Sequence[float] | None]] | None = None,
 ) -> str:
-    """Vertical bars: one group per label, one bar per series (None: no bar), as inline SVG."""
+    """Vertical bars: one group per label, one bar per series (None: no bar), as inline SVG;
+    ``intervals`` (per series, per group: ``[low, high]`` or None) draws a whisker on a bar.
+
+    >>> svg = grouped_bars(["livestream"], {"HAT": [40.0]}, intervals={"HAT": [[30.0, 50.0]]})
+    >>> svg.count("<rect"), svg.count('class="whisker"')
+    (1, 1)
+    """
     if not groups or not series:
         return "<p class=meta>no data</p>"
     left, bottom, pad = 40, 46, 12
@@ -70,10 +77,19 @@ def grouped_bars(
                 continue
             h = plot_h * max(0.0, v) / top
             x = x0 + si * bw
+            ivs = (intervals or {}).get(name) or []
+            iv = ivs[gi] if gi < len(ivs) else None
+            shown = f"{v:.1f}" + (f" (95 % {iv[0]:.1f}–{iv[1]:.1f})" if iv else "")
             parts.append(
                 f'<rect x="{x:.1f}" y="{pad + plot_h - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
-                f'fill="{_PALETTE[si % len(_PALETTE)]}"><title>{escape(name)} · {escape(g)}: {v:.1f}</title></rect>'
+                f'fill="{_PALETTE[si % len(_PALETTE)]}"><title>{escape(name)} · {escape(g)}: {shown}</title></rect>'
             )
+            if iv:
+                mid, lo, hi = x + (bw - 1) / 2, pad + plot_h * (1 - iv[0] / top), pad + plot_h * (1 - iv[1] / top)
+                parts.append(
+                    f'<path class="whisker" d="M{mid:.1f},{lo:.1f}V{hi:.1f}M{mid - 2:.1f},{lo:.1f}h4M{mid - 2:.1f},{hi:.1f}h4" '
+                    'stroke="#1f2328" stroke-width="1" fill="none"/>'
+                )
         parts.append(
             f'<text x="{x0 + (gw - 8) / 2:.1f}" y="{height - bottom + 16}" font-size="11" text-anchor="middle">{escape(g)[:22]}</text>'
         )
@@ -178,14 +194,18 @@ def render_report(results: dict[str, Any]) -> str:
         html.append(
             f"<li><b class={cls}>{escape(g['status'])}</b> — {escape(g['goal'])} ({escape(g['rule'])}): {escape(g['numbers'])}</li>"
         )
-    html.append("</ul><h2>Scores per arm and suite</h2>")
+    html.append(
+        "</ul><h2>Scores per arm and suite</h2><p class=meta>whiskers: 95 % bootstrap interval over the cases scored</p>"
+    )
     groups = list(SUITES) + ["history v1", "history v2", "tool faults"]
+    keys = (*SUITES, "history_v1", "history_v2", "tool_faults")
     series = {
         a["label"]: [a["metrics"]["scores"].get(s) for s in SUITES]
         + [a["metrics"]["slices"].get(k) for k in ("history_v1", "history_v2", "tool_faults")]
         for a in arms
     }
-    html.append(grouped_bars(groups, series))
+    whiskers = {a["label"]: [(a["metrics"].get("intervals") or {}).get(k) for k in keys] for a in arms}
+    html.append(grouped_bars(groups, series, intervals=whiskers))
     html.append(
         "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step; SFT's eval_loss is on held-out rows of its dataset</p>"
     )

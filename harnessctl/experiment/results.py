@@ -23,14 +23,15 @@ HOLD_TOLERANCE = 2.0
 
 
 def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
-    """An arm's numbers from its evaluation run folder: the four suite scores, the slices (held-out
-    edits, the real history v1/v2, tool faults, prompt perturbations), the per-family scores of the
-    variant suite, and latency percentiles over every live agent episode.
+    """An arm's numbers from its evaluation run folder: the suite scores, the slices (held-out
+    edits, the real history v1/v2, tool faults, prompt perturbations) with a 95 % bootstrap
+    interval over the cases of each, the per-family scores of the variant suite, and latency
+    percentiles over every live agent episode.
 
     >>> arm_metrics("experiments/quick/arms/hat/eval/suites")["scores"]["livestream"]   # doctest: +SKIP
     41.7
     """
-    from harnessctl.eval.stats import latency_stats
+    from harnessctl.eval.stats import bootstrap, latency_stats
     from harnessctl.eval.store import RunStore
 
     store = RunStore.open(run_dir)
@@ -42,15 +43,25 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
     def mean(rs: list[Any]) -> float | None:
         return round(100.0 * sum(r.score for r in rs) / len(rs), 2) if rs else None
 
-    scores = {s: mean(rs) for s, rs in by_suite.items()}
+    def interval(rs: list[Any]) -> list[float] | None:
+        # how far the score of this sample may be from the suite's: the goals compare scores
+        # a few points apart, on tens of cases
+        if not rs:
+            return None
+        iv = bootstrap([r.score for r in rs], lambda xs: sum(xs) / len(xs), seed=0)
+        return [round(100.0 * iv.low, 2), round(100.0 * iv.high, 2)]
+
     variant, robust = by_suite.get("variant", []), by_suite.get("robustness", [])
-    slices = {
-        "heldout_edits": mean([r for r in variant if any(f.startswith("op:") for f in r.families)]),
-        "history_v1": mean([r for r in variant if "history:v1" in r.families]),
-        "history_v2": mean([r for r in variant if "history:v2" in r.families]),
-        "tool_faults": mean([r for r in robust if any(f.startswith("fault:") for f in r.families)]),
-        "perturbations": mean([r for r in robust if any(f.startswith("perturb:") for f in r.families)]),
+    samples = {
+        **by_suite,
+        "heldout_edits": [r for r in variant if any(f.startswith("op:") for f in r.families)],
+        "history_v1": [r for r in variant if "history:v1" in r.families],
+        "history_v2": [r for r in variant if "history:v2" in r.families],
+        "tool_faults": [r for r in robust if any(f.startswith("fault:") for f in r.families)],
+        "perturbations": [r for r in robust if any(f.startswith("perturb:") for f in r.families)],
     }
+    scores = {s: mean(rs) for s, rs in by_suite.items()}
+    slices = {k: mean(rs) for k, rs in samples.items() if k not in by_suite}
     families: dict[str, list[Any]] = defaultdict(list)
     for r in variant:
         for f in r.families:
@@ -67,6 +78,7 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
     return {
         "scores": scores,
         "slices": slices,
+        "intervals": {k: interval(rs) for k, rs in samples.items()},
         "components": components,
         "stale_names": _stale_names(store, variant),
         "families": {f: {"score": mean(rs), "n": len(rs)} for f, rs in sorted(families.items())},
@@ -219,6 +231,29 @@ def component_table(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+#: The columns of the intervals table: the scores the goals compare.
+INTERVAL_COLUMNS = ("livestream", "variant", "robustness", "tool_faults", "ifeval")
+
+
+def interval_table(results: dict[str, Any]) -> list[str]:
+    """Markdown lines: each arm's 95 % bootstrap interval (over the cases it was scored on) for the
+    scores the goals compare -- whether two arms differ by more than their samples do."""
+    arms = [a for a in results["arms"] if a.get("status") == "done" and a["metrics"].get("intervals")]
+    if not arms:
+        return []
+    lines = [
+        "95 % bootstrap intervals over the cases each score was measured on:",
+        "",
+        "| arm | " + " | ".join(k.replace("_", " ") for k in INTERVAL_COLUMNS) + " |",
+        "| --- |" + " ---: |" * len(INTERVAL_COLUMNS),
+    ]
+    for arm in arms:
+        ivs = arm["metrics"]["intervals"]
+        cells = [f"{iv[0]:.1f}–{iv[1]:.1f}" if iv else "—" for iv in (ivs.get(k) for k in INTERVAL_COLUMNS)]
+        lines.append(f"| {arm['label']} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     """The study's table (arms × suites and slices, compute), the paper's numbers beside, and the goals."""
     lines = [
@@ -254,6 +289,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         "The paper's LS-QA is our livestream suite, its Harness-Variant our variant suite.",
         "",
+        *interval_table(results),
         *component_table(results),
         "## Goals",
         "",

@@ -413,6 +413,7 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
         h = arm_metrics(history)
         for rev in ("v1", "v2"):
             metrics["slices"][f"history_{rev}"] = h["slices"][f"history_{rev}"]
+            metrics["intervals"][f"history_{rev}"] = h["intervals"][f"history_{rev}"]
         metrics["history"] = {k: v for k, v in h["families"].items() if k.startswith("history:")}
         metrics["families"] = {
             **{k: v for k, v in metrics["families"].items() if not k.startswith("history:")},
@@ -423,6 +424,7 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
     if (ifeval / "manifest.json").is_file():  # its own, larger sample replaces the suites run's
         i = arm_metrics(ifeval)
         metrics["scores"]["ifeval"] = i["scores"].get("ifeval")
+        metrics["intervals"]["ifeval"] = i["intervals"].get("ifeval")
         metrics["n"]["ifeval"] = i["n"].get("ifeval", 0)
         metrics["errors"] += i["errors"]
     served = arm_dir / "eval" / "served"

@@ -154,3 +154,9 @@ def test_official_prompt_files_load_and_bad_lines_name_the_line(tmp_path):
     bad.write_text(json.dumps({"key": 1, "prompt": "x"}) + "\n")
     with pytest.raises(ValueError, match=r"bad.jsonl:1: missing field 'instruction_id_list'"):
         load_official(bad)
+
+
+def test_a_response_whose_language_cannot_be_detected_counts_as_followed_without_a_log_line(caplog):
+    c = case("language:response_language", language="en")
+    assert score_response(c, "*").prompt_strict is True  # the official rule: undetectable counts as followed
+    assert not [r for r in caplog.records if "Unable to detect language" in r.getMessage()]

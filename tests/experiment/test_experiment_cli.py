@@ -157,6 +157,10 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         assert set(arm["metrics"]["history"]) == {"history:v1", "history:v2"}
         assert "ifeval" not in arm_metrics(study / "arms" / arm["name"] / "eval" / "suites")["n"]
         assert set(arm["metrics"]["scores"]) == {"livestream", "variant", "robustness", "ifeval"}
+        # each score with the 95 % interval of its sample, IFEval's from its own run
+        for key, (low, high) in ((k, arm["metrics"]["intervals"][k]) for k in ("livestream", "ifeval", "history_v1")):
+            score = arm["metrics"]["scores"].get(key, arm["metrics"]["slices"].get(key))
+            assert low <= score <= high, (arm["name"], key)
         # the rubric's components per agent suite
         assert {"livestream", "variant", "robustness"} <= set(arm["metrics"]["components"])
         assert "skill_selection" in arm["metrics"]["components"]["variant"]
@@ -183,6 +187,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         and "73.8" in md
     )
     html = (study / "report.html").read_text()
+    assert "95 % bootstrap intervals" in md and 'class="whisker"' in html
     assert "<svg" in html and "Learning curves" in html and "Variant suite by family" in html
     # how far each arm leans on the shipped names under a renamed listing (one variant case each here)
     assert all(a["metrics"]["stale_names"]["episodes"] == 1 for a in results["arms"])
