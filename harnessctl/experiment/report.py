@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from .plan import SUITES
-from .results import PAPER
+from .results import PAPER, ifeval_sample
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328;padding:0 16px}
@@ -182,7 +182,7 @@ def render_report(results: dict[str, Any]) -> str:
         f"<h1>HAT in miniature — {escape(str(results.get('id')))} ({escape(str(results['plan'].get('preset')))})</h1>",
         (
             f"<p class=meta>{escape(str(results.get('command')))} · {escape(str(results.get('eval_cases')))} cases per suite per arm"
-            f" · IFEval on {escape(str(results.get('ifeval_prompts', results.get('eval_cases'))))} prompts"
+            f" · IFEval on {escape(ifeval_sample(results))}"
             " · suites v2 · the paper's LS-QA is our livestream suite, its Harness-Variant our variant suite</p>"
         ),
         "<h2>Results</h2>",

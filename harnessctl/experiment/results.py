@@ -231,6 +231,16 @@ def component_table(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def ifeval_sample(results: dict[str, Any]) -> str:
+    """How many IFEval prompts each arm was scored on, in words.
+
+    >>> ifeval_sample({"ifeval_prompts": 10}), ifeval_sample({"ifeval_prompts": "every prompt"})
+    ('10 prompts', 'every prompt')
+    """
+    n = results.get("ifeval_prompts", results.get("eval_cases"))
+    return f"{n} prompts" if isinstance(n, int) else str(n)
+
+
 #: The columns of the intervals table: the scores the goals compare.
 INTERVAL_COLUMNS = ("livestream", "variant", "robustness", "tool_faults", "ifeval")
 
@@ -261,7 +271,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         (
             f"Produced by `{results['command']}`. Scores 0-100 on suites v2, {results['eval_cases']} per suite per arm "
-            f"(an even spread of each suite); IFEval on {results.get('ifeval_prompts', results['eval_cases'])} prompts."
+            f"(an even spread of each suite); IFEval on {ifeval_sample(results)}."
         ),
         "",
         "| arm | livestream | variant | history v1 | history v2 | robustness | tool faults | ifeval | P50 | P95 | steps | train s | eval s |",
