@@ -361,7 +361,7 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
     if arm.name == FINAL_ARM:
         _, served_s = evaluate_arm(plan, arm, root, say, progress, kind="served")
     eval_s += extra_s
-    metrics = _refresh({"metrics": arm_metrics(run_dir)}, arm_dir)["metrics"]
+    metrics = _study_metrics(arm_dir)
     parents = _lineage(plan, arm, root)
     compute = {
         "train_steps": train.get("steps", 0),
@@ -401,13 +401,16 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
     from harnessctl.eval.store import RunError
 
     try:
-        metrics = arm_metrics(arm_dir / "eval" / "suites")
-    except (
-        OSError,
-        ValueError,
-        RunError,
-    ):  # the run folder was removed: keep the numbers written when the arm finished
+        return {**done, "metrics": _study_metrics(arm_dir)}
+    except (OSError, ValueError, RunError):
+        # the run folder was removed: keep the numbers written when the arm finished
         return done
+
+
+def _study_metrics(arm_dir: Path) -> dict[str, Any]:
+    """An arm's metrics from its suites run, with the history, IFEval and served runs beside it
+    folded in; raises when the suites run cannot be read."""
+    metrics = arm_metrics(arm_dir / "eval" / "suites")
     history = arm_dir / "eval" / "history"
     if (history / "manifest.json").is_file():
         h = arm_metrics(history)
@@ -431,7 +434,7 @@ def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
     if (served / "manifest.json").is_file():
         s = arm_metrics(served)
         metrics["served_latency"] = {**s["latency"], "livestream": s["scores"].get("livestream")}
-    return {**done, "metrics": metrics}
+    return metrics
 
 
 def _complete(run_dir: Path) -> bool:
