@@ -261,13 +261,17 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
                 write_manifest(folder, {**manifest, "steps": state.global_step})
 
     class Progress(TrainerCallback):
-        """A rich progress bar with the latest step metrics."""
+        """A rich progress bar with the latest step metrics; when stderr is not a terminal (a log
+        file, a job scheduler), one plain line per logged step instead, since a bar redrawn in a
+        file only shows at the end."""
 
         KEYS = ("loss", "eval_loss", "reward", "grad_norm", "learning_rate")
 
         def __init__(self) -> None:
             self.bar: Any = None
             self.task: Any = None
+            self.lines: Any = None  # the console plain lines go to, when not a terminal
+            self.started = 0.0
             self.shown: dict[str, float] = {}
 
         def on_train_begin(self, args, state, control, **kwargs):
@@ -276,6 +280,10 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+            console = Console(stderr=True)
+            if not console.is_terminal:
+                self.lines, self.started = console, time.perf_counter()
+                return
             self.bar = Progress(
                 TextColumn(f"[bold]train {cfg.stage}[/]"),
                 BarColumn(),
@@ -293,6 +301,14 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
                 self.bar.update(self.task, completed=state.global_step)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
+            if self.lines is not None and logs and any(k in logs for k in self.KEYS):
+                metrics = "  ".join(f"{k} {logs[k]:.4g}" for k in self.KEYS if k in logs)
+                elapsed = time.perf_counter() - self.started
+                self.lines.print(
+                    f"train {cfg.stage} step {state.global_step}/{state.max_steps}  {metrics}  ({elapsed:.0f} s)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
             if self.bar is not None and logs:
                 self.shown.update({k: logs[k] for k in self.KEYS if k in logs})
                 # the closing log (runtime, samples/s) keeps the last step's metrics on screen

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -80,9 +81,23 @@ def _library_errors() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _progress(label: str, enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar on stderr with one task per key; yields ``update(key, done, total)``."""
+    """A rich progress bar on stderr with one task per key; yields ``update(key, done, total)``.
+    When stderr is not a terminal (a log file), a plain line at each tenth of a task instead: a
+    bar redrawn in a file only shows when the run ends."""
     if not enabled:
         yield lambda *a: None
+        return
+    if not err.is_terminal:
+        started, shown = time.perf_counter(), {}
+
+        def line(key: str, done: int, total: int) -> None:
+            tenth = done * 10 // total if total else 10
+            if done and tenth > shown.get(key, 0):
+                shown[key] = tenth
+                elapsed = time.perf_counter() - started
+                err.print(f"{key or label} {done}/{total} ({elapsed:.0f} s)", highlight=False, soft_wrap=True)
+
+        yield line
         return
     columns = (
         TextColumn("[bold]{task.description:<12}"),

@@ -86,6 +86,14 @@ def test_hints_repeat_the_runs_folder_in_use(tmp_path):
     )
 
 
+def test_progress_into_a_log_file_is_a_plain_line_per_tenth(tmp_path):
+    # under the test runner stderr is not a terminal, as when a job writes to a log file
+    res = CliRunner().invoke(app, eval_args(tmp_path, "--model", "oracle", "--limit", "20", "--run-id", "p"))
+    assert res.exit_code == 0, res.output
+    counts = [line.split()[1] for line in res.stderr.splitlines() if line.startswith("livestream ") and "/20 (" in line]
+    assert counts == [f"{n}/20" for n in range(2, 21, 2)]
+
+
 def test_resume_keeps_the_runs_own_settings(tmp_path):
     CliRunner().invoke(app, eval_args(tmp_path, "--model", "oracle", "--limit", "2", "--run-id", "r"))
     res = CliRunner().invoke(

@@ -115,7 +115,7 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(
     assert (tmp_path / "m" / "model.safetensors").is_file()
 
 
-def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path):
+def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path, capsys):
     from trainer.base import train_base
     from trainer.config import load_config
 
@@ -131,8 +131,11 @@ def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path
             "save_steps": 100,
         },
     )
-    result = train_base(cfg, progress=False)
+    result = train_base(cfg)
     assert result.steps == 2 and result.extra["rows"] == 40
+    # stderr is not a terminal here (as in a log file): progress is one plain line per logged step
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("train base step")]
+    assert [line.split()[3] for line in lines] == ["1/2", "2/2"] and all(" loss " in line for line in lines)
     assert weights_differ(tmp_path / "base", tmp_path / "base" / "init") > 0
     manifest = json.loads((tmp_path / "base" / "train.json").read_text())
     assert manifest["stage"] == "base" and manifest["parent"].endswith("init")
