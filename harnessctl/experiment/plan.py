@@ -114,6 +114,8 @@ class StudyPlan:
         unknown = sorted(set(self.stage_overrides) - {"base", "sft", "distill", "rl"})
         if unknown:
             raise PlanError(f"stage_overrides: unknown stage {unknown[0]!r}; stages are base, sft, distill, rl")
+        for stage, values in self.stage_overrides.items():
+            _check_stage_fields(stage, values)
 
     def arms(self) -> list[Arm]:
         """The arms this plan runs, parents first."""
@@ -169,6 +171,26 @@ def quick_plan(**kw: Any) -> StudyPlan:
     )
 
 
+def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
+    """Each field is one of the stage's trainer config fields and its value converts to the
+    field's type; checked when the plan is made, so that a mistyped ``--set`` is refused before
+    the study folder (and its ``plan.json``) exists."""
+    from typing import get_type_hints
+
+    from trainer.config import CONFIG_CLASSES, ConfigError, coerce
+
+    cls = CONFIG_CLASSES[stage]
+    hints = get_type_hints(cls)
+    known = sorted(f.name for f in dataclasses.fields(cls))
+    for name, value in values.items():
+        if name not in hints or name not in known:
+            raise PlanError(f"{stage}.{name}: unknown {stage} field (fields: {', '.join(known)})")
+        try:
+            coerce(name, value, hints[name])
+        except ConfigError as e:
+            raise PlanError(f"{stage}.{e}") from None
+
+
 def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
     """``plan`` with ``FIELD=VALUE`` (a plan field) and ``STAGE.FIELD=VALUE`` (a trainer config
     field of one stage, checked when the stage's config is built) applied, in order."""
@@ -192,7 +214,7 @@ def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
     try:
         return StudyPlan.from_dict(values)
     except PlanError as e:
-        raise PlanError(f"--set: {e}") from None
+        raise PlanError(f"--set {e}") from None
 
 
 def _coerce(name: str, value: str, hint: Any) -> Any:

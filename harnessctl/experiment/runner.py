@@ -511,11 +511,12 @@ def run_study(
     except PlanError as e:
         raise StudyError(str(e)) from None
     wall = time.perf_counter()
-    root = open_study(plan, root)
-    for arm in plan.arms():  # every stage's config is checked before anything runs
+    root, arms = Path(root), plan.arms()
+    # every stage's config and every --arm is checked before anything runs or is written
+    for arm in arms:
         stage_config(plan, arm, root)
-    arms = plan.arms()
     chosen = _chosen_arms(arms, only_arms, root)
+    root = open_study(plan, root)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
     data: dict[str, Any] = _read_json(root / "data" / "study-data.json") or {}
     if any(a.stage == "sft" for a in pending) or not data:

@@ -222,7 +222,8 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     ("args", "message"),
     [
         (["--set", "bogus=1"], "unknown plan field"),
-        (["--set", "sft.no_such_field=1"], "no_such_field"),
+        (["--set", "sft.no_such_field=1"], "sft.no_such_field: unknown sft field"),
+        (["--set", "rl.max_steps=lots"], "rl.max_steps: expected a number"),
         (["--set", "eval_limit=lots"], "expected a whole number"),
         (["--id", "../up"], "--id"),
         (["--arm", "base"], "add --train-only"),
@@ -237,3 +238,5 @@ def test_bad_input_is_one_clear_message_and_exit_2(tmp_path, args, message):
     res = CliRunner().invoke(app, ["experiment", "hat", "--quick", "--out", str(tmp_path), *args])
     assert res.exit_code == 2, res.output
     assert message in res.output and "Traceback" not in res.output
+    # nothing is written: the same command, corrected, starts the study afresh
+    assert not any(tmp_path.rglob("plan.json"))

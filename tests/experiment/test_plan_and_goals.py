@@ -59,6 +59,10 @@ def test_set_changes_plan_fields_and_stage_fields_and_names_what_is_wrong():
         apply_overrides(quick_plan(), ["train.max_steps=1"])
     with pytest.raises(PlanError, match="eval_limit: expected a whole number"):
         apply_overrides(quick_plan(), ["eval_limit=many"])
+    with pytest.raises(PlanError, match="sft.no_such_field: unknown sft field"):
+        apply_overrides(quick_plan(), ["sft.no_such_field=1"])
+    with pytest.raises(PlanError, match="distill.learning_rate: expected a number"):
+        apply_overrides(quick_plan(), ["distill.learning_rate=fast"])
     with pytest.raises(PlanError, match="FIELD=VALUE"):
         apply_overrides(quick_plan(), ["eval_limit"])
     with pytest.raises(PlanError, match="data_n must be at least 1"):
