@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harnessctl.harness.diff_view import print_diff
+from harnessctl.progress import progress_bars
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import CLIError, cli_errors, err, out, print_json
@@ -44,42 +45,9 @@ def _errors() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _progress(label: str, enabled: bool) -> Iterator[Any]:
-    """A rich progress bar on stderr, shown from the first update on; yields ``update(done, total)``."""
-    if not enabled:
-        yield lambda done, total: None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn(f"[bold]{label}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-    )
-    progress = Progress(*columns, console=err, transient=False)
-    task = None
-
-    def update(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:  # started late: a run refused before any work shows no empty bar
-            progress.start()
-            task = progress.add_task(label, total=total)
-        progress.update(task, completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if task is not None:
-            progress.stop()
+    """Progress on stderr of one task; yields ``update(done, total)``."""
+    with progress_bars(label, enabled=enabled, console=err) as update:
+        yield lambda done, total: update(label, done, total)
 
 
 def augment(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,8 +19,9 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+
+from harnessctl.progress import progress_bars
 
 from .common import (
     ApiBaseOpt,
@@ -79,43 +79,9 @@ def _library_errors() -> Iterator[None]:
             raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ")) from None
 
 
-@contextlib.contextmanager
-def _progress(label: str, enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar on stderr with one task per key; yields ``update(key, done, total)``.
-    When stderr is not a terminal (a log file), a plain line at each tenth of a task instead: a
-    bar redrawn in a file only shows when the run ends."""
-    if not enabled:
-        yield lambda *a: None
-        return
-    if not err.is_terminal:
-        started, shown = time.perf_counter(), {}
-
-        def line(key: str, done: int, total: int) -> None:
-            tenth = done * 10 // total if total else 10
-            if done and tenth > shown.get(key, 0):
-                shown[key] = tenth
-                elapsed = time.perf_counter() - started
-                err.print(f"{key or label} {done}/{total} ({elapsed:.0f} s)", highlight=False, soft_wrap=True)
-
-        yield line
-        return
-    columns = (
-        TextColumn("[bold]{task.description:<12}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=err, transient=False) as progress:
-        tasks: dict[str, Any] = {}
-
-        def update(key: str, done: int, total: int) -> None:
-            if key not in tasks:
-                tasks[key] = progress.add_task(key or label, total=total)
-            progress.update(tasks[key], completed=done, total=total)
-
-        yield update
+def _progress(label: str, enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """Progress on stderr, one task per suite; yields ``update(key, done, total)``."""
+    return progress_bars(label, enabled=enabled, console=err)
 
 
 # -- eval -----------------------------------------------------------------------------------------

@@ -14,15 +14,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 from rich.text import Text
+
+from harnessctl.progress import progress_bars
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, out, print_json
@@ -77,22 +72,9 @@ def _errors() -> Iterator[None]:
             raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ")) from None
 
 
-@contextlib.contextmanager
-def _progress(enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar on stderr, one task per key; yields ``update(key, done, total)``."""
-    if not enabled:
-        yield None
-        return
-    columns = (TextColumn("[bold]{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=False) as progress:
-        tasks: dict[str, Any] = {}
-
-        def update(key: str, done: int, total: int) -> None:
-            if key not in tasks:
-                tasks[key] = progress.add_task(key, total=total)
-            progress.update(tasks[key], completed=done, total=total)
-
-        yield update
+def _progress(enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """Progress on stderr, one task per key; yields ``update(key, done, total)``."""
+    return progress_bars(enabled=enabled, console=err, eta=False)
 
 
 def _suites(text: str) -> list[str]:

@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -202,39 +203,15 @@ def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -
 
 
 def _eval_progress(enabled: bool, label: str) -> Any:
-    from contextlib import contextmanager
+    """Progress of one arm's evaluation, one task per suite (``eval hat livestream 20/40``)."""
+    from harnessctl.progress import progress_bars
 
     @contextmanager
-    def bar():
-        if not enabled:
-            yield None
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+    def bars() -> Iterator[Any]:
+        with progress_bars(label, enabled=enabled, eta=False) as update:
+            yield lambda suite, done, total: update(f"{label} {suite}", done, total)
 
-        tasks: dict[str, Any] = {}
-        with Progress(
-            TextColumn(f"[bold]{label}[/] {{task.description}}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-        ) as p:
-
-            def update(suite: str, done: int, total: int) -> None:
-                if suite not in tasks:
-                    tasks[suite] = p.add_task(suite, total=total)
-                p.update(tasks[suite], completed=done, total=total)
-
-            yield update
-
-    return bar()
+    return bars()
 
 
 HISTORY_DIR = "evals-history"
