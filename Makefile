@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo tour loop-demo test lint study-quick bench clean
+.PHONY: demo tour loop-demo edit-check test lint study-quick bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ tour: $(STAMP)
 
 loop-demo: $(STAMP)
 	PYTHON=$(BIN)/python bash scripts/loop_demo.sh
+
+# The shipped models under the shipped harness, this week's edit and a held-out variant (200
+# livestream cases each; LIMIT=40 for a quicker look).
+edit-check: $(STAMP)
+	bash scripts/edit_check.sh
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q -n 2

@@ -78,3 +78,28 @@ def test_a_checkpoint_is_prompted_with_the_edited_surface(edited, tiny_model_pat
     rows = _eval(f"local:{tiny_model_path}", edited, tmp_path, "tiny", repo_root, "--limit", "2", "--max-tokens", "4")
     system = rows[0]["record"]["messages"][0]["content"]
     assert "at most 100 characters" in system and "price_and_deals" in system and "explain_price" not in system
+
+
+def test_the_edit_check_script_evaluates_both_shipped_models_under_both_edits(repo_root, tmp_path):
+    """`make edit-check` (scripts/edit_check.sh), at two cases per run: six runs, each edited one
+    compared with its model's run under the shipped harness."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "check"
+    env = {**os.environ, "LIMIT": "2", "OUT": str(out), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    res = subprocess.run(
+        ["bash", str(repo_root / "scripts" / "edit_check.sh")], capture_output=True, text=True, env=env, check=False
+    )
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    runs = {p.name: json.loads((p / "manifest.json").read_text()) for p in (out / "runs").iterdir()}
+    assert set(runs) == {f"{m}-{h}" for m in ("hat", "fixed-sft") for h in ("shipped", "weekly-edit", "heldout")}
+    # without --model the shipped HAT model runs; fixed-SFT is named
+    models = {name: r["model"] for name, r in runs.items()}
+    assert all(
+        models[f"hat-{h}"].endswith("/hat") and models[f"fixed-sft-{h}"] == "shipped:fixed-sft"
+        for h in ("shipped", "heldout")
+    )
+    assert res.stdout.count("$ harnessctl compare") == 4 and "heldout" in res.stdout
+    assert "Traceback" not in res.stderr
