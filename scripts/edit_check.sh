@@ -15,18 +15,20 @@ OUT="${OUT:-out/edit-check}"
 LIMIT="${LIMIT:-200}"
 SEED="${SEED:-2026}"
 rm -rf "$OUT" && mkdir -p "$OUT"
-step() {
+show() {
   local shown
   printf -v shown '%q ' "$@"
   printf '\n$ %s\n' "${shown% }"
-  "$@"
 }
+step() { show "$@"; "$@"; }
+quiet() { show "$@"; "$@" > /dev/null; }   # the command shown, its report not: compare says it
+
 
 # The two edited harnesses, each from a copy of the shipped one.
 EDIT="$OUT/weekly-edit"
 step cp -r harnesses/livecommerce "$EDIT"
-step harnessctl patch scripts/weekly-edit.yaml -H "$EDIT" > /dev/null
-step harnessctl augment --n 1 --seed "$SEED" --split heldout --out "$OUT/heldout" > /dev/null
+quiet harnessctl patch scripts/weekly-edit.yaml -H "$EDIT"
+quiet harnessctl augment --n 1 --seed "$SEED" --split heldout --out "$OUT/heldout"
 VARIANT="$(find "$OUT/heldout" -mindepth 1 -maxdepth 1 -type d | head -n 1)"
 step harnessctl diff harnesses/livecommerce "$VARIANT" --stat || [ $? -eq 1 ]   # exit 1: different
 
@@ -35,8 +37,8 @@ for name in hat fixed-sft; do
   model=()
   [ "$name" = hat ] || model=(--model "shipped:$name")   # hat: no --model, the default
   for harness in shipped:harnesses/livecommerce weekly-edit:"$EDIT" heldout:"$VARIANT"; do
-    step harnessctl eval --suite livestream --limit "$LIMIT" "${model[@]}" -H "${harness#*:}" \
-      --runs-dir "$RUNS" --run-id "$name-${harness%%:*}" > /dev/null
+    quiet harnessctl eval --suite livestream --limit "$LIMIT" "${model[@]}" -H "${harness#*:}" \
+      --runs-dir "$RUNS" --run-id "$name-${harness%%:*}"
   done
   for edit in weekly-edit heldout; do
     step harnessctl compare "$name-shipped" "$name-$edit" --runs-dir "$RUNS" || [ $? -eq 1 ]   # exit 1: a regression

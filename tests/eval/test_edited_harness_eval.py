@@ -101,5 +101,5 @@ def test_the_edit_check_script_evaluates_both_shipped_models_under_both_edits(re
         models[f"hat-{h}"].endswith("/hat") and models[f"fixed-sft-{h}"] == "shipped:fixed-sft"
         for h in ("shipped", "heldout")
     )
-    assert res.stdout.count("$ harnessctl compare") == 4 and "heldout" in res.stdout
+    assert res.stdout.count("$ harnessctl eval") == 6 and res.stdout.count("$ harnessctl compare") == 4
     assert "Traceback" not in res.stderr
