@@ -423,7 +423,12 @@ def runs(
         out.print(f"no runs in {runs_dir} (start one with `harnessctl eval --suite livestream --model ...`)")
         return
     t = Table(title=f"runs in {runs_dir}", title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("run", "model", "suites", "overall", "errors", "complete"):
+    # the run id is what the next command needs (`compare`, `report`, `--resume`): never cut it;
+    # a long model path folds onto more lines instead
+    t.add_column("run", no_wrap=True, min_width=max(len(str(r["run_id"])) for r in rows))
+    t.add_column("model", overflow="fold")
+    t.add_column("suites", min_width=len("livestream"))  # one suite name a line, never cut
+    for col in ("overall", "errors", "complete"):
         t.add_column(col, justify="right" if col in ("overall", "errors") else "left")
     for r in rows:
         if "problem" in r:

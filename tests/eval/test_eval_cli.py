@@ -133,6 +133,20 @@ def test_runs_lists_each_run_with_model_suites_scores_and_completeness(tmp_path)
     assert empty.exit_code == 0 and "no runs in" in empty.output
 
 
+def test_runs_shows_a_long_run_id_whole_on_a_narrow_screen(tmp_path):
+    # the id is what `compare`, `report` and `--resume` take next: an 80-column table never cuts it
+    long_id = "fixed-sft-under-the-weekly-edit-of-week-49"
+    runner = CliRunner()
+    runner.invoke(
+        app,
+        eval_args(
+            tmp_path, "--model", "oracle", "--suite", "livestream,robustness", "--limit", "1", "--run-id", long_id
+        ),
+    )
+    res = runner.invoke(app, ["runs", "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 0 and long_id in res.stdout.split()
+
+
 def test_version_and_shell_completion():
     from harnessctl import __version__
 
