@@ -183,7 +183,7 @@ def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
     hints = get_type_hints(cls)
     known = sorted(f.name for f in dataclasses.fields(cls))
     for name, value in values.items():
-        if name not in hints or name not in known:
+        if name not in known:
             raise PlanError(f"{stage}.{name}: unknown {stage} field (fields: {', '.join(known)})")
         try:
             coerce(name, value, hints[name])
