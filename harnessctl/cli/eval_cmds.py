@@ -410,8 +410,9 @@ def runs(
     runs_dir: RunsDirOpt = DEFAULT_RUNS_DIR,
     as_json: JsonOpt = False,
 ) -> None:
-    """List the runs in the runs folder, newest first: id, model, suites, scores, errors, and
-    whether every planned case has a result."""
+    """List the runs in the runs folder, newest first.
+
+    Each row: id, model, suites, scores, errors, and whether every planned case has a result."""
     from harnessctl.eval.store import list_runs
 
     with _library_errors():
@@ -470,6 +471,7 @@ def compare(
     as_json: JsonOpt = False,
 ) -> None:
     """Compare two runs: per-suite deltas with 95% bootstrap intervals and the cases that flipped.
+
     Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A; exit 2 when the
     runs used different suites versions (unless --force)."""
     from harnessctl.eval.compare import check_suite_versions, compare_results
@@ -577,8 +579,9 @@ def report(
     ] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write a self-contained HTML report of a run (plots inline, no network), with a diagnosis
-    section that ranks the failure clusters by impact — or print the summary as JSON with --json."""
+    """Write a self-contained HTML report of a run, or print its summary as JSON with --json.
+
+    Plots are inline (no network); a diagnosis section ranks the failure clusters by impact."""
     from harnessctl.eval.report import render_report
     from harnessctl.eval.store import REPORT, RunStore
     from harnessctl.eval.summary import summarize
@@ -628,8 +631,10 @@ def judge_calibrate(
     limit: Annotated[int | None, typer.Option("--limit", help="Use the first N labels only.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Measure the judge against labelled episodes: agreement, Cohen's kappa, TPR/TNR and
-    position-swap consistency, each with a 95% bootstrap interval."""
+    """Measure the judge against labelled episodes.
+
+    Agreement, Cohen's kappa, TPR/TNR and position-swap consistency, each with a 95% bootstrap
+    interval."""
     from harnessctl.eval.calibrate import calibrate
     from harnessctl.eval.judge import Judge
     from harnessctl.eval.labels import read_labels
@@ -705,8 +710,9 @@ def judge_label(
     labeler: Annotated[str, typer.Option("--labeler", help="Your name or handle, stored with each label.")] = "",
     criteria: Annotated[bool, typer.Option("--criteria/--no-criteria", help="Also ask each rubric criterion.")] = False,
 ) -> None:
-    """Label a run's episodes in the terminal (pass/fail + reason). Every answer is saved at once;
-    run the command again to continue where you stopped."""
+    """Label a run's episodes in the terminal (pass/fail + reason).
+
+    Every answer is saved at once; run the command again to continue where you stopped."""
     from rich.prompt import Confirm, Prompt
 
     from harnessctl.eval.judge import RUBRIC, render_episode

@@ -66,8 +66,10 @@ def hat(
         ),
     ] = None,
 ) -> None:
-    """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT; every arm on
-    the four suites and the real history; writes results.json, results.md and report.html."""
+    """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT.
+
+    Every arm is evaluated on the four suites and the real history; writes results.json, results.md
+    and report.html."""
     with cli_errors():
         from harnessctl.eval.store import RunError, check_run_id
         from harnessctl.experiment import (

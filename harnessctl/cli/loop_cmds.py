@@ -196,10 +196,11 @@ def patch(
     harness: HarnessOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Apply an edit people decided (a weekly change of names, rules, constraints), written as data
-    in the loop's patch language: validated as a whole, then written into the harness folder,
-    keeping its comments and layout. Nothing is written when any operation is wrong. Commit and tag
-    it like any edit (`git commit`, `harnessctl tag`); `harnessctl diff` shows it."""
+    """Apply an edit people decided (a weekly change of names, rules, constraints), written as data.
+
+    The edit is in the loop's patch language: validated as a whole, then written into the harness
+    folder, keeping its comments and layout. Nothing is written when any operation is wrong. Commit
+    and tag it like any edit (`git commit`, `harnessctl tag`); `harnessctl diff` shows it."""
     from harnessctl.harness import load_harness
     from harnessctl.harness.diff import diff_harnesses
     from harnessctl.harness.diff_view import print_diff
@@ -249,8 +250,9 @@ def edit(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Most proposals shown.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
-    """Propose harness edits for a run's failures, each validated and shown as a semantic diff;
-    apply one (--apply, or confirm) as a commit on a new branch."""
+    """Propose harness edits for a run's failures; apply one as a commit on a new branch.
+
+    Each edit is validated and shown as a semantic diff; apply one with --apply, or confirm."""
     from harnessctl.harness import load_harness
     from harnessctl.harness.diff_view import print_diff
     from harnessctl.loop.apply import branch_name, commit_edit
@@ -352,8 +354,10 @@ def loop(
     max_tokens: MaxTokensOpt = 256,
     as_json: JsonOpt = False,
 ) -> None:
-    """Diagnose → propose → evaluate (failing slice, then all suites) → keep an edit only if it
-    wins without a regression → repeat within --budget; journaled and resumable."""
+    """Diagnose → propose → evaluate → keep an edit only if it wins; repeat within --budget.
+
+    Each edit is evaluated on the failing slice, then on all suites, and kept only without a
+    regression. Journaled and resumable."""
     from harnessctl.loop.improve import (
         LoopConfig,
         new_loop_id,
@@ -487,6 +491,7 @@ def release(
     as_json: JsonOpt = False,
 ) -> None:
     """Gate a harness version and release it: tag it, move the production ref, write the note.
+
     Exit 1 (nothing changed) on a regression or a latency budget miss."""
     from harnessctl.loop.release import GateConfig
     from harnessctl.loop.release import release as do_release
@@ -622,8 +627,9 @@ def bench_latency_cmd(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Per-reply latency against a served model: P50/P95/P99, time to first token, tokens/s,
-    share over budget — at each concurrency. Exit 1 when P95 is over the budget at any level."""
+    """Per-reply latency against a served model, at each concurrency.
+
+    Reports P50/P95/P99, time to first token, tokens/s and the share over budget. Exit 1 when P95 is over the budget at any level."""
     import os
 
     from harnessctl.loop.bench import bench_latency, bench_requests, parse_concurrency

@@ -7,6 +7,8 @@ composes them. Heavy libraries (litellm, torch, transformers) are imported insid
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 from typing import Annotated
 
 import typer
@@ -58,6 +60,31 @@ for _name in COMMAND_MODULES:
             raise
         continue
     _mod.register(app)
+
+
+def _one_line_per_paragraph(text: str) -> str:
+    """Join the line breaks inside each paragraph; keep blank lines, list items and ``\\b`` blocks.
+
+    >>> _one_line_per_paragraph("Compare two runs.\\n\\nExit 1 when a suite\\nscores lower.")
+    'Compare two runs.\\n\\nExit 1 when a suite scores lower.'
+    """
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    joined = [p if p.startswith("\b") else re.sub(r"\n(?!- )", " ", p) for p in paragraphs]
+    return "\n\n".join(joined)
+
+
+def _unwrap_help(group: typer.Typer) -> None:
+    # Typer's rich help keeps a docstring's single line breaks, so prose wrapped at the source's
+    # width shows broken mid-sentence at any other terminal width. The terminal wraps it instead.
+    for info in group.registered_commands:
+        text = info.help or (info.callback.__doc__ if info.callback else None)
+        if text:
+            info.help = _one_line_per_paragraph(text)
+    for sub in group.registered_groups:
+        _unwrap_help(sub.typer_instance)
+
+
+_unwrap_help(app)
 
 
 def main() -> None:

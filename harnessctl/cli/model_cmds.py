@@ -31,8 +31,9 @@ def register(app: typer.Typer) -> None:
 
 
 def model_list(as_json: JsonOpt = False) -> None:
-    """List the models shipped in the package (use them as --model shipped:NAME) with their
-    scores, and the model commands use when no --model is given, and why."""
+    """List the shipped models (use them as --model shipped:NAME) and the default model.
+
+    Shows each model's scores, and which model commands use when no --model is given, and why."""
     from harnessctl.models.registry import MODEL_ENV, SHIPPED_MODEL_DIR, SHIPPED_PREFIX, default_model_source
     from harnessctl.models.shipped import list_shipped
 
@@ -102,9 +103,10 @@ def model_ship(
     force: Annotated[bool, typer.Option("--force", help="Replace a shipped model of that name.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Ship a finished arm's model inside the package (harnessctl/models/data/NAME): only what
-    inference needs, its train.json and a SHIPPED.json with the study, the arm, its scores and
-    the command that reproduces it. Never checkpoints or optimizer state."""
+    """Ship a finished arm's model inside the package (harnessctl/models/data/NAME).
+
+    Only what inference needs, its train.json and a SHIPPED.json with the study, the arm, its scores
+    and the command that reproduces it. Never checkpoints or optimizer state."""
     from harnessctl.experiment.runner import StudyError
     from harnessctl.experiment.ship import ship_arm
     from harnessctl.models.base import ModelError

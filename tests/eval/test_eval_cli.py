@@ -156,6 +156,31 @@ def test_version_and_shell_completion():
     assert "--install-completion" in helptext and "--show-completion" in helptext
 
 
+def test_help_text_wraps_at_the_terminal_not_where_the_source_wrapped_it():
+    # Typer's rich help keeps a docstring's single line breaks: prose wrapped in the source would
+    # break mid-sentence on screen. Every paragraph reaches the terminal as one line.
+    import inspect
+
+    from typer.main import get_command
+
+    def commands(group, path):
+        for name, cmd in (getattr(group, "commands", None) or {}).items():
+            yield f"{path} {name}", cmd
+            yield from commands(cmd, f"{path} {name}")
+
+    broken = {
+        path: paragraph
+        for path, cmd in commands(get_command(app), "harnessctl")
+        for paragraph in inspect.cleandoc(cmd.help or "").split("\n\n")
+        if "\n" in paragraph and not paragraph.startswith("\b") and "\n- " not in paragraph
+    }
+    assert broken == {}
+    page = CliRunner().invoke(app, ["compare", "--help"], terminal_width=200).output
+    assert "exit 2 when the runs used different suites versions (unless --force)." in page
+    listing = CliRunner().invoke(app, ["--help"], terminal_width=200).output
+    assert "List the runs in the runs folder, newest first." in listing
+
+
 def test_the_demo_echoes_commands_quoted_and_honours_no_color(tmp_path):
     import subprocess
 
