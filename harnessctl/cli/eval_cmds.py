@@ -728,31 +728,47 @@ def judge_label(
     who = labeler or os.environ.get("USER", "")
     out.print(f"{len(todo)} episodes to label → {out_file}. Answer p (pass), f (fail), s (skip) or q (quit).")
     out.print("Rubric:\n" + "\n".join(f"  {c.key}: {c.question}" for c in RUBRIC))
-    done = 0
+    done = handled = 0
+    stopped_by: str | None = None
     with cli_errors():
-        for i, r in enumerate(todo, 1):
-            out.print(
-                Panel(
-                    render_episode(r.record or {}),
-                    title=f"[{i}/{len(todo)}] {r.suite} · {r.case_id} · {r.intent}",
-                    expand=False,
+        try:
+            for i, r in enumerate(todo, 1):
+                out.print(
+                    Panel(
+                        render_episode(r.record or {}),
+                        title=f"[{i}/{len(todo)}] {r.suite} · {r.case_id} · {r.intent}",
+                        expand=False,
+                    )
                 )
-            )
-            choice = Prompt.ask("verdict", choices=["p", "f", "s", "q"], console=out)
-            if choice == "q":
-                break
-            if choice == "s":
-                continue
-            crit: dict[str, bool] = {}
-            if criteria:
-                for c in RUBRIC:
-                    crit[c.key] = Confirm.ask(f"  {c.key}?", default=choice == "p", console=out)
-            reason = Prompt.ask("reason", default="", console=out)
-            append_label(
-                out_file,
-                label_from_result(
-                    store.run_id, r, "pass" if choice == "p" else "fail", reason, criteria=crit, labeler=who
-                ),
-            )
-            done += 1
+                choice = Prompt.ask("verdict", choices=["p", "f", "s", "q"], console=out)
+                if choice == "q":
+                    break
+                if choice == "s":
+                    handled += 1
+                    continue
+                crit: dict[str, bool] = {}
+                if criteria:
+                    for c in RUBRIC:
+                        crit[c.key] = Confirm.ask(f"  {c.key}?", default=choice == "p", console=out)
+                reason = Prompt.ask("reason", default="", console=out)
+                append_label(
+                    out_file,
+                    label_from_result(
+                        store.run_id, r, "pass" if choice == "p" else "fail", reason, criteria=crit, labeler=who
+                    ),
+                )
+                done += 1
+                handled += 1
+        except EOFError:  # the answers piped in ran out: what was answered is saved
+            stopped_by = "the input ended"
+        except KeyboardInterrupt:
+            stopped_by = "interrupted"
+    if stopped_by:
+        out.print()  # end the prompt line the input left open
     out.print(f"{done} labels written to {out_file}")
+    if stopped_by:
+        # The episode on screen when input stopped has no label: the next run starts with it.
+        left = len(todo) - handled
+        err.print(f"{stopped_by} with {left} episode{'s' * (left != 1)} left; run the same command to continue")
+        if stopped_by == "interrupted":
+            raise typer.Exit(130)

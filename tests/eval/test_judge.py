@@ -282,6 +282,33 @@ def test_labelling_in_the_terminal_saves_each_answer_and_resumes(tmp_path, repo_
     assert "nothing left to label" in res.output
 
 
+def test_labelling_stops_cleanly_when_piped_answers_run_out(tmp_path, repo_root):
+    from harnessctl.eval.runner import EvalConfig, run_eval
+
+    run_eval(
+        EvalConfig(
+            suites=["livestream"],
+            model="oracle",
+            limit=3,
+            evals_dir=str(repo_root / "evals"),
+            runs_dir=str(tmp_path),
+            harness_path=str(repo_root / "harnesses" / "livecommerce"),
+        ),
+        run_id="r",
+    )
+    out = tmp_path / "labels.jsonl"
+    args = ["judge", "label", "r", "--runs-dir", str(tmp_path), "--out", str(out)]
+    res = CliRunner().invoke(app, args, input="p\nfine\n")  # one answer for three episodes
+    assert res.exit_code == 0, res.output
+    assert "Aborted" not in res.output and "Traceback" not in res.output
+    assert "1 labels written" in res.output
+    assert "the input ended with 2 episodes left; run the same command to continue" in res.stderr
+    assert [lab.label for lab in read_labels(out)] == ["pass"]
+    res = CliRunner().invoke(app, args, input="f\nslow\n")  # the next run starts at the second
+    assert [lab.label for lab in read_labels(out)] == ["pass", "fail"]
+    assert "with 1 episode left" in res.stderr
+
+
 def test_the_calibration_set_is_rebuilt_byte_for_byte(tmp_path, repo_root):
     from harnessctl.eval.labelset import main
 
