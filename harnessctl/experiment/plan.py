@@ -252,6 +252,34 @@ def plan_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
 
 
+def plan_options(plan: dict[str, Any]) -> list[str]:
+    """The ``experiment hat`` options that make this plan: its preset, seed and ablations, and a
+    ``--set`` for each field that differs from the preset's. A refused resume names them.
+
+    >>> plan_options(full_plan(stage_overrides={"sft": {"max_steps": "1600"}}).to_dict())
+    ['--set', 'sft.max_steps=1600']
+    >>> plan_options(quick_plan(seed=3, eval_limit=5).to_dict())
+    ['--quick', '--seed', '3', '--set', 'eval_limit=5']
+    """
+    preset = plan.get("preset", "full")
+    seed = int(plan.get("seed", 0))
+    ablations = bool(plan.get("ablations", False))
+    options = (["--quick"] if preset == "quick" else []) + (["--seed", str(seed)] if seed else [])
+    options += ["--ablations"] if ablations else []
+    made = _normal((quick_plan if preset == "quick" else full_plan)(seed=seed, ablations=ablations).to_dict())
+    wanted = _normal(plan)
+    for key in sorted(k for k in wanted if k not in ("preset", "seed", "ablations", "eval_jobs", "stage_overrides")):
+        if wanted[key] != made.get(key):
+            value = wanted[key]
+            options += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+    for stage, fields in sorted((wanted.get("stage_overrides") or {}).items()):
+        preset_fields = (made.get("stage_overrides") or {}).get(stage) or {}
+        for name, value in sorted(fields.items()):
+            if preset_fields.get(name) != value:
+                options += ["--set", f"{stage}.{name}={value}"]
+    return options
+
+
 def _normal(plan: dict[str, Any]) -> dict[str, Any]:
     """Stage values as text: ``--set sft.max_steps=600`` (a string, checked when the stage's config
     is built) and a preset's ``600`` are the same plan."""

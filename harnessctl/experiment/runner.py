@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .plan import SUITES, Arm, PlanError, StudyPlan, plan_differences
+from .plan import SUITES, Arm, PlanError, StudyPlan, plan_differences, plan_options
 from .results import arm_metrics, judge_goals, markdown_table
 
 PLAN_FILE, ARM_FILE, TRAIN_FILE = "plan.json", "arm.json", "train.json"
@@ -84,13 +84,23 @@ def open_study(plan: StudyPlan, root: str | Path) -> Path:
         if diffs:
             raise StudyError(
                 f"{root / PLAN_FILE}: this study was started with another plan ({'; '.join(diffs[:3])}); "
-                "rerun it with the options it was started with, or choose another --id"
+                f"continue it with the options it was started with ({_started_with(old)}), or choose another --id"
             )
     elif root.is_dir() and any(root.iterdir()):
         raise StudyError(f"{root}: not empty and holds no {PLAN_FILE}; choose another --id or --out")
     root.mkdir(parents=True, exist_ok=True)
     _write_json(root / PLAN_FILE, new)
     return root
+
+
+def _started_with(plan: dict[str, Any]) -> str:
+    from shlex import join
+
+    try:
+        options = plan_options(plan)
+    except PlanError:  # a plan.json edited by hand: the differences above still say what is wrong
+        return "see its plan.json"
+    return join(options) if options else "no options: the full preset"
 
 
 # -- data ------------------------------------------------------------------------------------------

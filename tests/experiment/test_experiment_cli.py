@@ -216,6 +216,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     )
     assert other.returncode == 2
     assert "plan.json" in other.stderr and "eval_limit" in other.stderr and "Traceback" not in other.stderr
+    assert "continue it with the options it was started with (--quick --set base_model=" in other.stderr
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from harnessctl.experiment.plan import (
     apply_overrides,
     full_plan,
     plan_differences,
+    plan_options,
     quick_plan,
 )
 from harnessctl.experiment.report import render_report
@@ -202,6 +203,39 @@ def test_a_continued_study_may_run_more_episodes_at_once_but_not_change_its_plan
     open_study(full_plan(eval_jobs=2), tmp_path / "s")  # the preset's 600 is the --set's "600"; -j may change
     with pytest.raises(StudyError, match="eval_limit"):
         open_study(apply_overrides(full_plan(), ["eval_limit=3"]), tmp_path / "s")
+
+
+def test_a_refused_continuation_names_the_options_the_study_was_started_with(tmp_path):
+    from harnessctl.experiment.runner import StudyError, open_study
+
+    open_study(apply_overrides(full_plan(), ["sft.max_steps=1600"]), tmp_path / "long")
+    with pytest.raises(StudyError, match=r"started with \(--set sft\.max_steps=1600\)"):
+        open_study(full_plan(), tmp_path / "long")  # the same --id, the --set forgotten
+    open_study(full_plan(), tmp_path / "plain")
+    with pytest.raises(StudyError, match="no options: the full preset"):
+        open_study(full_plan(seed=1), tmp_path / "plain")
+
+
+@pytest.mark.parametrize(
+    ("preset", "seed", "ablations", "items"),
+    [
+        (full_plan, 0, False, []),
+        (full_plan, 0, False, ["sft.max_steps=1600", "eval_limit=10"]),
+        (quick_plan, 7, True, ["data_strength=0.7", "rl.learning_rate=3e-4", "base_model=out/m"]),
+        (quick_plan, 0, False, ["sft.max_steps=40"]),  # the preset's own value: nothing to say
+    ],
+)
+def test_the_options_named_for_a_plan_make_that_plan_again(preset, seed, ablations, items):
+    plan = apply_overrides(preset(seed=seed, ablations=ablations), items).to_dict()
+    options = plan_options(plan)
+    # read the options back the way the command line does
+    sets = [options[i + 1] for i, o in enumerate(options) if o == "--set"]
+    again = (quick_plan if "--quick" in options else full_plan)(
+        seed=int(options[options.index("--seed") + 1]) if "--seed" in options else 0,
+        ablations="--ablations" in options,
+    )
+    assert plan_differences(plan, apply_overrides(again, sets).to_dict()) == []
+    assert len(sets) == len([i for i in items if i != "sft.max_steps=40"])
 
 
 def test_the_augmented_dataset_keeps_the_plans_canonical_share_of_cases_under_the_shipped_harness(tmp_path):
