@@ -256,9 +256,9 @@ def plan_options(plan: dict[str, Any]) -> list[str]:
     """The ``experiment hat`` options that make this plan: its preset, seed and ablations, and a
     ``--set`` for each field that differs from the preset's. A refused resume names them.
 
-    >>> plan_options(full_plan(stage_overrides={"sft": {"max_steps": "1600"}}).to_dict())
+    >>> plan_options(apply_overrides(full_plan(), ["sft.max_steps=1600"]).to_dict())
     ['--set', 'sft.max_steps=1600']
-    >>> plan_options(quick_plan(seed=3, eval_limit=5).to_dict())
+    >>> plan_options(apply_overrides(quick_plan(seed=3), ["eval_limit=5"]).to_dict())
     ['--quick', '--seed', '3', '--set', 'eval_limit=5']
     """
     preset = plan.get("preset", "full")
