@@ -253,7 +253,8 @@ def test_the_shipped_calibration_set_is_real_labelled_and_has_both_classes(repo_
         assert rubric_label(lab.episode)[1]["grounded"] == lab.criteria["grounded"]
 
 
-def test_labelling_in_the_terminal_saves_each_answer_and_resumes(tmp_path, repo_root):
+def three_episode_run(runs_dir, repo_root) -> None:
+    """A run ``r`` of three livestream episodes (the oracle's) in ``runs_dir``, to label."""
     from harnessctl.eval.runner import EvalConfig, run_eval
 
     run_eval(
@@ -262,11 +263,15 @@ def test_labelling_in_the_terminal_saves_each_answer_and_resumes(tmp_path, repo_
             model="oracle",
             limit=3,
             evals_dir=str(repo_root / "evals"),
-            runs_dir=str(tmp_path),
+            runs_dir=str(runs_dir),
             harness_path=str(repo_root / "harnesses" / "livecommerce"),
         ),
         run_id="r",
     )
+
+
+def test_labelling_in_the_terminal_saves_each_answer_and_resumes(tmp_path, repo_root):
+    three_episode_run(tmp_path, repo_root)
     out = tmp_path / "labels.jsonl"
     args = ["judge", "label", "r", "--runs-dir", str(tmp_path), "--out", str(out), "--labeler", "ana"]
     res = CliRunner().invoke(app, args, input="p\nright price, short\nq\n")
@@ -283,19 +288,7 @@ def test_labelling_in_the_terminal_saves_each_answer_and_resumes(tmp_path, repo_
 
 
 def test_labelling_stops_cleanly_when_piped_answers_run_out(tmp_path, repo_root):
-    from harnessctl.eval.runner import EvalConfig, run_eval
-
-    run_eval(
-        EvalConfig(
-            suites=["livestream"],
-            model="oracle",
-            limit=3,
-            evals_dir=str(repo_root / "evals"),
-            runs_dir=str(tmp_path),
-            harness_path=str(repo_root / "harnesses" / "livecommerce"),
-        ),
-        run_id="r",
-    )
+    three_episode_run(tmp_path, repo_root)
     out = tmp_path / "labels.jsonl"
     args = ["judge", "label", "r", "--runs-dir", str(tmp_path), "--out", str(out)]
     res = CliRunner().invoke(app, args, input="p\nfine\n")  # one answer for three episodes
