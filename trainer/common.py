@@ -39,9 +39,13 @@ class TrainResult:
     stage: str
     out: str
     steps: int
+    #: Wall seconds of this invocation (a resumed run: since the resume).
     seconds: float
     tokens: int
     tokens_per_s: float
+    #: Wall seconds over every invocation that trained this model, resumes included: the compute
+    #: a study reports for it.
+    total_seconds: float = 0.0
     #: CPU time of this process during training (on a shared machine, steadier than wall time).
     cpu_seconds: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
@@ -248,6 +252,10 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
 
         def __init__(self) -> None:
             self.logs: list[dict[str, float]] = []
+            #: When this invocation started and the seconds trained before it (from the checkpoint
+            #: it resumed), so that each checkpoint records the time trained up to it.
+            self.started = time.perf_counter()
+            self.prior_s = 0.0
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs:
@@ -258,7 +266,8 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if folder.is_dir() and state.is_world_process_zero:
-                write_manifest(folder, {**manifest, "steps": state.global_step})
+                seconds = round(self.prior_s + time.perf_counter() - self.started, 3)
+                write_manifest(folder, {**manifest, "steps": state.global_step, "seconds": seconds})
 
     class Progress(TrainerCallback):
         """A rich progress bar with the latest step metrics; when stderr is not a terminal (a log
@@ -385,6 +394,7 @@ def run_trainer(
         trainer.add_callback(cb)
     interrupt, logger = callbacks[0], callbacks[1]
     started, cpu_started = time.perf_counter(), time.process_time()
+    logger.started, logger.prior_s = started, _seconds_at(resume_from)
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     seconds = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu_started
@@ -397,13 +407,15 @@ def run_trainer(
         out=str(out),
         steps=int(state.global_step),
         seconds=round(seconds, 3),
+        total_seconds=round(logger.prior_s + seconds, 3),
         cpu_seconds=round(cpu_seconds, 3),
         tokens=tokens,
         tokens_per_s=0.0,
         metrics=_final_metrics(logger.logs),
         interrupted=interrupt.requested,
         resumed_from=str(resume_from) if resume_from else None,
-        log=[r for r in logger.logs if "loss" in r or "reward" in r or "eval_loss" in r],
+        # the whole curve: a resumed trainer's history starts with the checkpoint's
+        log=[r for r in _numeric_history(state.log_history) if "loss" in r or "reward" in r or "eval_loss" in r],
     )
     if resume_from is not None and start_step:  # count only this run's tokens
         result.tokens = int(max(0.0, tokens - _tokens_at(resume_from)))
@@ -413,7 +425,11 @@ def run_trainer(
         result.checkpoint = str(found) if found else None
         return result
     if trainer.accelerator.is_main_process:
-        save_final(trainer, out, {**manifest, "steps": result.steps, "metrics": result.metrics})
+        save_final(
+            trainer,
+            out,
+            {**manifest, "steps": result.steps, "seconds": result.total_seconds, "metrics": result.metrics},
+        )
     return result
 
 
@@ -472,6 +488,25 @@ def _step_of(path: Path | None) -> int:
         return int(path.name.rsplit("-", 1)[-1])
     except ValueError:
         return 0
+
+
+def _seconds_at(checkpoint: Path | None) -> float:
+    """Wall seconds trained up to a checkpoint, from the train.json written beside it (0 for a
+    checkpoint written before it was recorded)."""
+    if checkpoint is None:
+        return 0.0
+    manifest = read_manifest(checkpoint) or {}
+    return float(manifest.get("seconds") or 0.0)
+
+
+def _numeric_history(history: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """The trainer's log history as numbers only (TRL adds tables and text to some rows)."""
+    rows = []
+    for entry in history:
+        row = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        row["step"] = float(entry.get("step", 0))
+        rows.append(row)
+    return rows
 
 
 def _tokens_at(checkpoint: Path) -> float:

@@ -241,7 +241,10 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
 def _print_summary(result: Any, log: list[dict[str, float]]) -> None:
     table = Table(title=f"train {result.stage}", show_header=False, box=None)
     table.add_row("steps", str(result.steps))
-    table.add_row("time", f"{result.seconds:.1f} s")
+    time_text = f"{result.seconds:.1f} s"
+    if result.resumed_from and result.total_seconds > result.seconds:
+        time_text += f" ({result.total_seconds:.1f} s with the runs before the resume)"
+    table.add_row("time", time_text)
     table.add_row("tokens/s", f"{result.tokens_per_s:.0f}")
     for key in ("loss", "reward", "grad_norm"):
         if key in result.metrics:

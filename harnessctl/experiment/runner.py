@@ -352,13 +352,13 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
     parents = _lineage(plan, arm, root)
     compute = {
         "train_steps": train.get("steps", 0),
-        "train_s": train.get("seconds", 0.0),
+        "train_s": _train_seconds(train),
         "train_tokens": train.get("tokens", 0),
         "tokens_per_s": train.get("tokens_per_s", 0.0),
         "eval_s": round(eval_s + served_s, 2),
         "eval_episodes": sum(metrics["n"].values()),
         # the whole chain from scratch: this arm's training plus its ancestors'
-        "chain_train_s": round(train.get("seconds", 0.0) + sum(p.get("train_s", 0.0) for p in parents), 2),
+        "chain_train_s": round(_train_seconds(train) + sum(p.get("train_s", 0.0) for p in parents), 2),
         "chain_train_steps": train.get("steps", 0) + sum(p.get("train_steps", 0) for p in parents),
     }
     record = {
@@ -429,13 +429,19 @@ def _complete(run_dir: Path) -> bool:
     return bool((_read_json(run_dir / "summary.json") or {}).get("complete"))
 
 
+def _train_seconds(record: dict[str, Any]) -> float:
+    """An arm's training time over every invocation, resumes included (a record written before
+    ``total_seconds`` existed has only the last invocation's ``seconds``)."""
+    return float(record.get("total_seconds") or record.get("seconds") or 0.0)
+
+
 def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
     from .plan import ARMS
 
     out, parent = [], arm.parent
     while parent:
         rec = _read_json(root / "arms" / parent / TRAIN_FILE) or {}
-        out.append({"train_s": rec.get("seconds", 0.0), "train_steps": rec.get("steps", 0)})
+        out.append({"train_s": _train_seconds(rec), "train_steps": rec.get("steps", 0)})
         parent = ARMS[parent].parent
     return out
 

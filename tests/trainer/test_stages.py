@@ -113,6 +113,12 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(
     second = train_sft(load_config("sft", "tiny-cpu", overrides), resume=True, progress=False)
     assert not second.interrupted and second.steps == 3 and second.resumed_from.endswith("checkpoint-2")
     assert (tmp_path / "m" / "model.safetensors").is_file()
+    # the compute and the curve cover both invocations, not just the one that finished
+    before = json.loads((Path(first.checkpoint) / "train.json").read_text())["seconds"]
+    assert 0 < before <= first.seconds
+    assert second.total_seconds == pytest.approx(before + second.seconds, abs=1e-3)
+    assert json.loads((tmp_path / "m" / "train.json").read_text())["seconds"] == second.total_seconds
+    assert [row["step"] for row in second.log if "loss" in row] == [1.0, 2.0, 3.0]
 
 
 def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path, capsys):
