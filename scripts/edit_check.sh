@@ -7,13 +7,16 @@
 # for shipped:fixed-sft, and each edited run compared with its model's run under the shipped harness.
 #
 #   bash scripts/edit_check.sh        LIMIT=40 SEED=7 OUT=/tmp/check bash scripts/edit_check.sh
-#   (defaults: LIMIT=200 cases, SEED=2026 for the held-out variant, OUT=out/edit-check)
+#   MODELS="hat-1600 fixed-sft-1600" bash scripts/edit_check.sh    (other shipped models)
+#   (defaults: LIMIT=200 cases, SEED=2026 for the held-out variant, OUT=out/edit-check,
+#   MODELS="hat fixed-sft": hat runs with no --model, as the default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 OUT="${OUT:-out/edit-check}"
 LIMIT="${LIMIT:-200}"
 SEED="${SEED:-2026}"
+MODELS="${MODELS:-hat fixed-sft}"
 rm -rf "$OUT" && mkdir -p "$OUT"
 show() {
   local shown
@@ -33,7 +36,7 @@ VARIANT="$(find "$OUT/heldout" -mindepth 1 -maxdepth 1 -type d | head -n 1)"
 step harnessctl diff harnesses/livecommerce "$VARIANT" --stat || [ $? -eq 1 ]   # exit 1: different
 
 RUNS="$OUT/runs"
-for name in hat fixed-sft; do
+for name in $MODELS; do
   model=()
   [ "$name" = hat ] || model=(--model "shipped:$name")   # hat: no --model, the default
   for harness in shipped:harnesses/livecommerce weekly-edit:"$EDIT" heldout:"$VARIANT"; do
