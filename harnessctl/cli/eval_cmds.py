@@ -427,22 +427,27 @@ def runs(
     # the run id is what the next command needs (`compare`, `report`, `--resume`): never cut it;
     # a long model path folds onto more lines instead
     t.add_column("run", no_wrap=True, min_width=max(len(str(r["run_id"])) for r in rows))
-    t.add_column("model", overflow="fold")
+    models = [_model_label(r.get("model")) for r in rows]
+    t.add_column("model", overflow="fold", min_width=min(12, max(len(m) for m in models)))
     t.add_column("suites", min_width=len("livestream"))  # one suite name a line, never cut
-    for col in ("overall", "errors", "complete"):
-        t.add_column(col, justify="right" if col in ("overall", "errors") else "left")
+    # with one suite a run, the overall score repeats the suite's: leave the room to the model
+    overall = any(len(r.get("scores") or {}) > 1 for r in rows)
+    if overall:
+        t.add_column("overall", justify="right", no_wrap=True, min_width=len("100.0"))
+    t.add_column("errors", justify="right", no_wrap=True, min_width=len("errors"))
+    t.add_column("done", no_wrap=True, min_width=len("done"))
     for r in rows:
         if "problem" in r:
-            t.add_row(r["run_id"], "[red]unreadable (below)[/]", "", "", "", "")
+            t.add_row(r["run_id"], "[red]unreadable (below)[/]", *[""] * (4 if overall else 3))
             continue
         scores = ", ".join(f"{k} {v:.1f}" for k, v in r["scores"].items())
         done = "[green]yes[/]" if r["complete"] else f"[yellow]no ({r['results']}/{r['planned']})[/]"
-        model = "oracle*" if r.get("model") == "oracle" else _escape(str(r.get("model")))
+        model = _escape(_model_label(r.get("model")))
         t.add_row(
             r["run_id"],
             model,
             scores or ", ".join(r["suites"]),
-            f"{r['overall']:.1f}",
+            *([f"{r['overall']:.1f}"] if overall else []),
             f"[red]{r['errors']}[/]" if r["errors"] else "0",
             done,
         )
@@ -454,6 +459,10 @@ def runs(
     for r in rows:
         if "problem" in r:
             err.print(f"[red]{r['run_id']}:[/] {_escape(r['problem'])}")
+
+
+def _model_label(model: Any) -> str:
+    return "oracle*" if model == "oracle" else str(model)
 
 
 def compare(

@@ -145,6 +145,28 @@ def test_runs_shows_a_long_run_id_whole_on_a_narrow_screen(tmp_path):
     )
     res = runner.invoke(app, ["runs", "--runs-dir", str(tmp_path / "runs")])
     assert res.exit_code == 0 and long_id in res.stdout.split()
+    # two suites: their overall score has a column, and no number or header is cut to make room
+    assert "overall" in res.stdout and "…" not in res.stdout
+    assert res.stdout.split()[res.stdout.split().index(long_id) + 2 : res.stdout.split().index(long_id) + 6] == [
+        "livestream",
+        "100.0",
+        "0",
+        "yes",
+    ]
+
+
+def test_runs_of_one_suite_each_give_the_overall_columns_room_to_the_rest(tmp_path):
+    runner = CliRunner()
+    for run_id in ("fixed-sft-under-the-weekly-edit", "hat-under-the-weekly-edit"):
+        runner.invoke(app, eval_args(tmp_path, "--model", "oracle", "--limit", "1", "--run-id", run_id))
+    res = runner.invoke(app, ["runs", "--runs-dir", str(tmp_path / "runs")], terminal_width=80)
+    lines = res.stdout.splitlines()
+    assert res.exit_code == 0 and "overall" not in res.stdout and "done" in lines[2].split()
+    # each run on one line: id, model, suite with its score, errors, done
+    assert [line.split() for line in lines if "weekly-edit" in line] == [
+        ["hat-under-the-weekly-edit", "oracle*", "livestream", "100.0", "0", "yes"],
+        ["fixed-sft-under-the-weekly-edit", "oracle*", "livestream", "100.0", "0", "yes"],
+    ]
 
 
 def test_version_and_shell_completion():
