@@ -146,32 +146,56 @@ def _study_args(argv: list[str]) -> list[str]:
 
 
 def _print(results: dict, folder: Path) -> None:
-    table = Table(
-        title=f"HAT study {results['id']} ({results['plan']['preset']}, {results['eval_cases']} cases per suite)"
-    )
-    for col in ("arm", "livestream", "variant", "v1", "v2", "robustness", "tool faults", "ifeval", "P95 s", "train s"):
-        table.add_column(col, justify="left" if col == "arm" else "right")
+    from rich import box
 
     def n(x: object) -> str:
         return f"{x:.1f}" if isinstance(x, (int, float)) else "—"
 
+    rows = []
     for arm in results["arms"]:
         m, c = arm["metrics"], arm["compute"]
         s, sl = m["scores"], m["slices"]
-        table.add_row(
-            arm["name"],
-            n(s.get("livestream")),
-            n(s.get("variant")),
-            n(sl.get("history_v1")),
-            n(sl.get("history_v2")),
-            n(s.get("robustness")),
-            n(sl.get("tool_faults")),
-            n(s.get("ifeval")),
-            n(m["latency"].get("p95_s")),
-            f"{c.get('train_s', 0):.0f}",
+        rows.append(
+            [
+                arm["name"],
+                n(s.get("livestream")),
+                n(s.get("variant")),
+                n(sl.get("history_v1")),
+                n(sl.get("history_v2")),
+                n(s.get("robustness")),
+                n(sl.get("tool_faults")),
+                n(s.get("ifeval")),
+                n(m["latency"].get("p95_s")),
+                f"{c.get('train_s', 0):.0f}",
+            ]
         )
-    table.add_row("[dim]paper hat[/]", "94.8", "94.6", "", "", "", "", "83.5", "", "")
-    table.add_row("[dim]paper fixed-sft[/]", "", "", "", "", "", "", "73.8", "", "")
+    rows.append(["paper hat", "94.8", "94.6", "", "", "", "", "83.5", "", ""])
+    rows.append(["paper fixed-sft", "", "", "", "", "", "", "73.8", "", ""])
+    table = Table(
+        title=f"HAT study {results['id']} ({results['plan']['preset']}, {results['eval_cases']} cases per suite)",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0),
+        show_edge=False,
+    )
+    # Fits 80 columns without cutting an arm's name or a number: two arms share the prefix
+    # "hsa-sft", so a cut name could not tell them apart. Long headers take two lines.
+    headers = (
+        "arm",
+        "live-\nstream",
+        "variant",
+        "v1",
+        "v2",
+        "robust-\nness",
+        "tool\nfaults",
+        "ifeval",
+        "P95\ns",
+        "train\ns",
+    )
+    for k, header in enumerate(headers):
+        width = max([len(row[k]) for row in rows] + [len(line) for line in header.splitlines()])
+        table.add_column(header, justify="left" if k == 0 else "right", no_wrap=True, min_width=width)
+    for row in rows:
+        table.add_row(*(f"[dim]{row[0]}[/]" if row[0].startswith("paper ") else row[0], *row[1:]))
     out.print(table)
     colors = {"met": "green", "missed": "red"}
     for g in results["goals"]:

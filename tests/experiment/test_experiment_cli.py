@@ -241,3 +241,19 @@ def test_bad_input_is_one_clear_message_and_exit_2(tmp_path, args, message):
     assert message in res.output and "Traceback" not in res.output
     # nothing is written: the same command, corrected, starts the study afresh
     assert not any(tmp_path.rglob("plan.json"))
+
+
+def test_the_study_table_fits_80_columns_without_cutting_an_arm_or_a_number(monkeypatch):
+    from rich.console import Console
+
+    import harnessctl.cli.experiment_cmds as experiment_cmds
+
+    console = Console(width=80, record=True, highlight=False, soft_wrap=True)
+    monkeypatch.setattr(experiment_cmds, "out", console)
+    results = json.loads((REPO / "docs" / "results" / "hat-long-1600.json").read_text())
+    experiment_cmds._print(results, Path("experiments/long"))
+    table = console.export_text().split("   met ")[0].splitlines()
+    assert max(len(line) for line in table) <= 80 and "…" not in "\n".join(table)
+    rows = {line.split()[0]: line.split()[1:] for line in table[4:] if line and not line.startswith("paper")}
+    assert list(rows) == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]  # two share "hsa-sft"
+    assert rows["fixed-sft"][:3] == ["25.3", "8.4", "25.8"]
