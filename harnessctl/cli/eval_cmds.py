@@ -160,7 +160,7 @@ def eval_cmd(
                 check_run_id(run_id)
             config = EvalConfig(
                 suites=[s.strip() for s in suite.split(",") if s.strip()],
-                model=choose_model(model),
+                model=model or "",  # the default is named below, once the settings are known good
                 api_base=api_base,
                 api_key_env=api_key_env,
                 jobs=8 if jobs is None else jobs,
@@ -177,6 +177,7 @@ def eval_cmd(
                 evals_dir=str(evals_dir),
                 runs_dir=str(runs_dir),
             )
+            config.model = choose_model(model)
             if config.model == "oracle" and config.suites == ["ifeval"]:
                 raise CLIError("the oracle has no answers for IFEval prompts: pass --model (a served or local model)")
             with _progress("eval", enabled=not as_json or err.is_terminal) as update:

@@ -50,6 +50,13 @@ def test_eval_refuses_bad_options_like_run_does(tmp_path, args, says):
     assert not (tmp_path / "x").exists() and not (tmp_path / "runs").exists()
 
 
+def test_a_bad_option_is_the_only_thing_eval_says_before_it_stops(tmp_path):
+    # without --model the default model is named on stderr, but only for a run that will start
+    res = CliRunner().invoke(app, eval_args(tmp_path, "--suite", "livestrem", "--limit", "1"))
+    assert res.exit_code == 2 and "unknown suite 'livestrem'" in res.stderr
+    assert "model:" not in res.stderr and not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("args", [("--temperature", "5"), ("--max-tokens", "0")])
 def test_run_takes_the_same_ranges(livecommerce_path, args):
     res = CliRunner().invoke(app, ["run", "-q", "how much?", "-H", str(livecommerce_path), "--model", "oracle", *args])
