@@ -254,14 +254,12 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             self.logs: list[dict[str, float]] = []
             #: When this invocation started and the seconds trained before it (from the checkpoint
             #: it resumed), so that each checkpoint records the time trained up to it.
-            self.started = time.perf_counter()
+            self.started = 0.0
             self.prior_s = 0.0
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs:
-                row = {k: float(v) for k, v in logs.items() if isinstance(v, (int, float))}
-                row["step"] = float(state.global_step)
-                self.logs.append(row)
+                self.logs.append(_numeric_row(logs, state.global_step))
 
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -499,14 +497,16 @@ def _seconds_at(checkpoint: Path | None) -> float:
     return float(manifest.get("seconds") or 0.0)
 
 
+def _numeric_row(entry: dict[str, Any], step: int | float) -> dict[str, float]:
+    """One logged row as numbers only (TRL adds tables and text to some rows), with its step."""
+    row = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    row["step"] = float(step)
+    return row
+
+
 def _numeric_history(history: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """The trainer's log history as numbers only (TRL adds tables and text to some rows)."""
-    rows = []
-    for entry in history:
-        row = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        row["step"] = float(entry.get("step", 0))
-        rows.append(row)
-    return rows
+    """The trainer's whole log history (a resumed run's includes the checkpoint's) as numbers."""
+    return [_numeric_row(entry, entry.get("step", 0)) for entry in history]
 
 
 def _tokens_at(checkpoint: Path) -> float:

@@ -738,7 +738,7 @@ def judge_label(
     who = labeler or os.environ.get("USER", "")
     out.print(f"{len(todo)} episodes to label → {out_file}. Answer p (pass), f (fail), s (skip) or q (quit).")
     out.print("Rubric:\n" + "\n".join(f"  {c.key}: {c.question}" for c in RUBRIC))
-    done = handled = 0
+    done = i = 0
     stopped_by: str | None = None
     with cli_errors():
         try:
@@ -754,7 +754,6 @@ def judge_label(
                 if choice == "q":
                     break
                 if choice == "s":
-                    handled += 1
                     continue
                 crit: dict[str, bool] = {}
                 if criteria:
@@ -768,7 +767,6 @@ def judge_label(
                     ),
                 )
                 done += 1
-                handled += 1
         except EOFError:  # the answers piped in ran out: what was answered is saved
             stopped_by = "the input ended"
         except KeyboardInterrupt:
@@ -777,8 +775,8 @@ def judge_label(
         out.print()  # end the prompt line the input left open
     out.print(f"{done} labels written to {out_file}")
     if stopped_by:
-        # The episode on screen when input stopped has no label: the next run starts with it.
-        left = len(todo) - handled
+        # The episode on screen when input stopped (the i-th) has no label: the next run starts with it.
+        left = len(todo) - i + 1
         err.print(f"{stopped_by} with {left} episode{'s' * (left != 1)} left; run the same command to continue")
         if stopped_by == "interrupted":
             raise typer.Exit(130)

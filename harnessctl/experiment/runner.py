@@ -24,6 +24,7 @@ disk (:func:`harnessctl.eval.runner.resume_eval`), its datasets from the pairs a
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -94,13 +95,11 @@ def open_study(plan: StudyPlan, root: str | Path) -> Path:
 
 
 def _started_with(plan: dict[str, Any]) -> str:
-    from shlex import join
-
     try:
         options = plan_options(plan)
     except PlanError:  # a plan.json edited by hand: the differences above still say what is wrong
         return "see its plan.json"
-    return join(options) if options else "no options: the full preset"
+    return shlex.join(options) if options else "no options: the full preset"
 
 
 # -- data ------------------------------------------------------------------------------------------
