@@ -40,7 +40,7 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
                 raise TrainError(f"--harness {cfg.harness}: {e}") from None
             build_tiny_model(parent, harness)
     model, tokenizer = load_model(parent, cfg, what="--model")
-    rows = general_rows(cfg.rows, seed=cfg.seed)
+    rows = general_rows(cfg.rows, seed=cfg.seed, copy_share=cfg.copy_share)
     kept, info = fit_rows(rows, tokenizer, model, cfg.max_length, max_share=0.0)
     trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"])
     corpus_hash = text_hash(json.dumps(rows, sort_keys=True))
@@ -51,10 +51,15 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
         data_hash=corpus_hash,
         resume_from=resume_from,
         progress=progress,
-        extra_manifest={"data": f"general corpus, {cfg.rows} rows, seed {cfg.seed}", **info},
+        extra_manifest={"data": _corpus_label(cfg), **info},
     )
     result.extra.update(info)
     return finish(result, cfg)
+
+
+def _corpus_label(cfg: BaseStageConfig) -> str:
+    label = f"general corpus, {cfg.rows} rows, seed {cfg.seed}"
+    return label + (f", {cfg.copy_share:.0%} copying rows" if cfg.copy_share else "")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,13 @@ class BaseStageConfig(TrainConfig):
     )
     rows: int = field(default=3000, metadata={"help": "Rows of the generated general corpus."})
     max_length: int = field(default=512, metadata={"help": "Token limit per row (longer rows are refused, not cut)."})
+    copy_share: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of corpus rows answered by copying a string drawn for the row (a code, a number) "
+            "from the conversation; 0: the corpus without them."
+        },
+    )
     max_steps: int = field(default=300, metadata={"help": "Optimizer steps to run."})
     learning_rate: float = field(default=3e-3, metadata={"help": "Peak learning rate (from scratch: high)."})
     warmup_steps: int = field(default=30, metadata={"help": "Linear warm-up steps."})
@@ -125,6 +132,8 @@ class BaseStageConfig(TrainConfig):
             raise ConfigError(f"rows must be at least 10, got {self.rows}")
         if self.max_length < 64:
             raise ConfigError(f"max_length must be at least 64 tokens, got {self.max_length}")
+        if not 0.0 <= self.copy_share <= 1.0:
+            raise ConfigError(f"copy_share must be within [0, 1], got {self.copy_share}")
 
 
 @dataclass

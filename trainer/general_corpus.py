@@ -10,7 +10,14 @@ suite's prompts, tested):
 - **plain chat**: sums, counting letters, sorting words, greetings, repeating a phrase;
 - **generic tool use** with unrelated tool sets (weather, currency, time zones, a library...):
   the user asks, the assistant calls the right tool from a listing whose names are canonical or
-  made of pronounceable syllables, reads the result and answers with it.
+  made of pronounceable syllables, reads the result and answers with it;
+- **copying** (only when asked: ``copy_share`` of :func:`general_rows`): rows whose answer holds a
+  string drawn fresh for the row (a code, a number, a name), so the only way to predict it is to
+  copy it from the conversation: echo a code, look a code up in a list, call a tool with the code
+  the user gave and answer with the numbers it returned. The other kinds draw their arguments from
+  a few values a model learns by heart; an agent has to copy what is on screen (a product id, an
+  order id, a skill's name in a renamed listing), and a base that never had to copy did not learn
+  to (the long study's agents named the on-screen product in 0 to 4 of about 30 episodes).
 
 >>> rows = general_rows(30, seed=0)
 >>> sorted({r["meta"]["kind"] for r in rows})
@@ -25,7 +32,7 @@ from typing import Any
 
 from harnessctl.models.syllables import pronounceable_name
 
-KINDS = ("instruction", "chat", "tool_use")
+KINDS = ("instruction", "chat", "tool_use", "copy")
 
 #: General topics, each with a few plain sentences about it.
 TOPICS: dict[str, list[str]] = {
@@ -308,17 +315,118 @@ def tool_use_row(rng: random.Random, *, canonical_share: float = 0.3) -> dict[st
     return {"messages": messages, "tools": tools, "meta": {"kind": "tool_use", "canonical": canonical}}
 
 
-def general_rows(n: int, *, seed: int = 0, mix: tuple[float, float, float] = (0.4, 0.2, 0.4)) -> list[dict[str, Any]]:
-    """``n`` rows of the general corpus, ``mix`` = shares of instruction / chat / tool-use rows."""
+_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
+_COPY_LABELS = ("red", "blue", "green", "amber", "violet", "silver", "north", "south", "east", "west", "gate", "desk")
+#: Generic lookup tools of the copy rows: (canonical name, description, parameter, what the code names).
+_CODE_TOOLS = (
+    ("track_parcel", "where a parcel is, by its tracking code", "code", "parcel"),
+    ("check_ticket", "the state of a support ticket", "ticket_id", "ticket"),
+    ("find_locker", "which floor a storage locker is on", "locker", "locker"),
+    ("lookup_booking", "the details of a table booking", "booking_ref", "booking"),
+)
+
+
+def random_code(rng: random.Random) -> str:
+    """A code drawn fresh, in one of the shapes ids take (``K31``, ``QX-4821``, ``TR482913``).
+
+    >>> random_code(random.Random(3))
+    'U259791'
+    """
+    letters = "".join(rng.choice(_LETTERS) for _ in range(rng.randint(1, 3)))
+    digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(2, 6)))
+    return f"{letters}{rng.choice(('', '-'))}{digits}"
+
+
+def copy_row(rng: random.Random) -> dict[str, Any]:
+    """A row whose answer copies a string drawn for this row from the conversation: an echo, a
+    lookup in a list of pairs, a number the user gave, or a tool call with the user's code and an
+    answer with the numbers the tool returned."""
+    kind = rng.choice(("echo", "lookup", "number", "tool"))
+    tools: list[dict[str, Any]] = []
+    if kind == "echo":
+        code = random_code(rng)
+        q = rng.choice(("Repeat this code exactly: {c}", "Please say {c} back to me.", "Copy this id: {c}"))
+        messages = [{"role": "user", "content": q.format(c=code)}, {"role": "assistant", "content": code}]
+    elif kind == "lookup":
+        labels = rng.sample(_COPY_LABELS, rng.randint(3, 5))
+        codes = {label: random_code(rng) for label in labels}
+        asked = rng.choice(labels)
+        listing = ", ".join(f"{label} {code}" for label, code in codes.items())
+        messages = [
+            {"role": "user", "content": f"The codes are: {listing}. Which code is {asked}?"},
+            {"role": "assistant", "content": f"The {asked} code is {codes[asked]}."},
+        ]
+    elif kind == "number":
+        height, weight = rng.randint(140, 200), rng.randint(40, 110)
+        asked = rng.choice(("height", "weight"))
+        answer = f"You said {height} cm." if asked == "height" else f"You said {weight} kg."
+        messages = [
+            {"role": "user", "content": f"I am {height} cm tall and weigh {weight} kg. What {asked} did I give?"},
+            {"role": "assistant", "content": answer},
+        ]
+    else:
+        listed = rng.sample(_CODE_TOOLS, rng.randint(2, 4))
+        canonical = rng.random() < 0.3
+        names = {t[0]: (t[0] if canonical else pronounceable_name(rng)) for t in listed}
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": names[t[0]],
+                    "description": t[1],
+                    "parameters": {"type": "object", "properties": {t[2]: {"type": "string"}}, "required": [t[2]]},
+                },
+            }
+            for t in listed
+        ]
+        key, _desc, param, noun = rng.choice(listed)
+        code, number, days = random_code(rng), rng.randint(2, 98), rng.randint(1, 9)
+        result = {"id": code, "floor" if key == "find_locker" else "number": number, "days": days}
+        answer = f"Your {noun} {code} shows number {number}, with {days} days to go."
+        if key == "find_locker":
+            answer = f"Locker {code} is on floor {number}, booked for {days} more days."
+        messages = [
+            {"role": "user", "content": f"Can you check my {noun} {code}?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "call_0", "type": "function", "function": {"name": names[key], "arguments": {param: code}}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_0", "name": names[key], "content": json.dumps(result)},
+            {"role": "assistant", "content": answer},
+        ]
+    return {"messages": messages, "tools": tools, "meta": {"kind": "copy", "copy": kind}}
+
+
+def general_rows(
+    n: int, *, seed: int = 0, mix: tuple[float, float, float] = (0.4, 0.2, 0.4), copy_share: float = 0.0
+) -> list[dict[str, Any]]:
+    """``n`` rows of the general corpus, ``mix`` = shares of instruction / chat / tool-use rows,
+    and ``copy_share`` of the rows copying ones (the others keep ``mix`` among themselves).
+
+    >>> rows = general_rows(200, seed=0, copy_share=0.5)
+    >>> 70 < sum(r["meta"]["kind"] == "copy" for r in rows) < 130
+    True
+    """
+    if not 0.0 <= copy_share <= 1.0:
+        raise ValueError(f"copy_share must be within [0, 1], got {copy_share}")
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
-        kind = rng.choices(KINDS, weights=mix)[0]
+        if copy_share:
+            weights = [w * (1.0 - copy_share) for w in mix] + [copy_share]
+            kind = rng.choices(KINDS, weights=weights)[0]
+        else:  # the corpus every checkpoint before copy rows was trained on, draw for draw
+            kind = rng.choices(KINDS[:3], weights=mix)[0]
         if kind == "instruction":
             row, check = instruction_row(rng)
             row["meta"]["check"] = check
         elif kind == "chat":
             row = chat_row(rng)
+        elif kind == "copy":
+            row = copy_row(rng)
         else:
             row = tool_use_row(rng)
         rows.append(row)

@@ -81,6 +81,7 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
         "intervals": {k: interval(rs) for k, rs in samples.items()},
         "components": components,
         "stale_names": _stale_names(store, variant),
+        "on_screen": _on_screen(store, by_suite),
         "families": {f: {"score": mean(rs), "n": len(rs)} for f, rs in sorted(families.items())},
         "n": {s: len(rs) for s, rs in by_suite.items()},
         "errors": sum(r.error is not None for r in results),
@@ -100,6 +101,20 @@ def _stale_names(store: Any, variant: list[Any]) -> dict[str, int] | None:
     config = store.manifest.get("config") or {}
     items = load_run_items(store.root, config.get("evals_dir", "evals"), {"variant"})
     return stale_name_use(variant, FormerNameIndex(config.get("harness_path"), items))
+
+
+def _on_screen(store: Any, by_suite: dict[str, list[Any]]) -> dict[str, dict[str, int]] | None:
+    """Per agent suite (livestream, variant): whether the first product lookup named the product on
+    screen -- copying an id from the viewer's message, which every fact of the reply depends on."""
+    suites = {s for s in ("livestream", "variant") if by_suite.get(s)}
+    if not suites:
+        return None
+    from harnessctl.loop.diagnose import load_run_items
+    from harnessctl.loop.onscreen import on_screen_product_use
+
+    config = store.manifest.get("config") or {}
+    items = load_run_items(store.root, config.get("evals_dir", "evals"), suites)
+    return {s: on_screen_product_use(by_suite[s], items) for s in sorted(suites)}
 
 
 def _get(scores: dict[str, dict[str, Any]], arm: str, key: str) -> float | None:
@@ -220,6 +235,10 @@ def component_table(results: dict[str, Any]) -> list[str]:
     if stale:
         lines[2] += " variant episodes using a renamed element's old name (calls) |"
         lines[3] += " ---: |"
+    on_screen = any((arm["metrics"].get("on_screen") or {}).get("livestream") for arm in arms)
+    if on_screen:
+        lines[2] += " livestream: first product lookup names the one on screen |"
+        lines[3] += " ---: |"
     for arm in arms:
         comps = arm["metrics"]["components"]
         live, var = comps.get("livestream", {}), comps.get("variant", {})
@@ -227,6 +246,9 @@ def component_table(results: dict[str, Any]) -> list[str]:
         if stale:
             use = arm["metrics"].get("stale_names")
             cells += f" | {use['cases']} of {use['episodes']} ({use['calls']})" if use else " | —"
+        if on_screen:
+            seen = (arm["metrics"].get("on_screen") or {}).get("livestream")
+            cells += f" | {seen['named']} of {seen['episodes']}" if seen else " | —"
         lines.append(f"| {arm['label']} | {cells} |")
     return [*lines, ""]
 

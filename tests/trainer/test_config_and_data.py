@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -46,6 +48,8 @@ def test_every_shipped_config_loads_for_every_stage(name):
         (lambda: load_config("sft", None, {"packing": "maybe"}), "expected true or false"),
         (lambda: SFTStageConfig(viewers_per_row=0), "viewers_per_row must be 1 or more"),
         (lambda: SFTStageConfig(decision_rows=1.5), "decision_rows must be within"),
+        (lambda: load_config("base", None, {"copy_share": "30%"}), "expected a number"),
+        (lambda: load_config("base", None, {"copy_share": "1.3"}), "copy_share must be within"),
     ],
 )
 def test_bad_config_values_say_what_to_change(build, message):
@@ -149,6 +153,42 @@ def test_tool_use_rows_render_with_the_tiny_template_and_name_a_listed_tool(tiny
         assert called and called <= listed
         row = check_row(r, "row")
         assert token_lengths([row], tokenizer)[0] < 512
+
+
+def test_copy_rows_can_only_be_answered_by_copying_from_the_conversation(tiny_model_path):
+    from transformers import AutoTokenizer
+
+    from trainer.data import check_row
+    from trainer.general_corpus import random_code
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+    rows = [r for r in general_rows(400, seed=2, copy_share=0.5) if r["meta"]["kind"] == "copy"]
+    assert {r["meta"]["copy"] for r in rows} == {"echo", "lookup", "number", "tool"}
+    for r in rows:
+        context = " ".join(str(m.get("content", "")) for m in r["messages"][:-1])
+        final = r["messages"][-1]["content"]
+        copied = re.findall(r"[A-Z]+-?\d{2,}|\d+", final)
+        assert copied and all(c in context for c in copied), r  # every code or number comes from the context
+        check_row(r, "row")
+        assert token_lengths([check_row(r, "row")], tokenizer)[0] < 512
+    # Drawn fresh per row: a model cannot learn the answers by heart.
+    assert len({random_code(random.Random(i)) for i in range(200)}) > 190
+
+
+def test_no_copy_rows_leaves_the_corpus_shipped_checkpoints_were_trained_on_unchanged():
+    # Draw for draw: `experiment hat` (full) must still reproduce the shipped checkpoints. The hash
+    # is the data_hash the full study's stage 0 recorded in its train.json (4,800 rows, seed 0).
+    from trainer.common import text_hash
+
+    rows = general_rows(4800, seed=0)
+    assert {r["meta"]["kind"] for r in rows} == {"instruction", "chat", "tool_use"}
+    assert text_hash(json.dumps(rows, sort_keys=True)) == (
+        "bd0dabebffdd325db19d03f2b203c0c6cf5a73233c8bc805717a97d4adc0b769"
+    )
+    with_copies = general_rows(300, seed=0, copy_share=0.3)
+    assert 60 < sum(r["meta"]["kind"] == "copy" for r in with_copies) < 120
+    with pytest.raises(ValueError, match="copy_share"):
+        general_rows(3, copy_share=1.5)
 
 
 def test_efficiency_is_rewarded_in_proportion_to_the_task_done():
