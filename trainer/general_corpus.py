@@ -326,6 +326,14 @@ _CODE_TOOLS = (
 )
 
 
+#: The copy rows' kinds and their shares. Echo is the plainest copy, and the one copying first forms
+#: on: the tiny model, trained on echo rows alone at a steady 3e-3, went from none to half of its
+#: answers copied whole between steps 500 and 700; on the four kinds in equal shares it had not
+#: started by step 1,200.
+COPY_KINDS = ("echo", "lookup", "number", "tool")
+COPY_WEIGHTS = (0.5, 0.2, 0.1, 0.2)
+
+
 def random_code(rng: random.Random) -> str:
     """A code drawn fresh, in one of the shapes ids take (``K31``, ``QX-4821``, ``TR482913``).
 
@@ -341,7 +349,7 @@ def copy_row(rng: random.Random) -> dict[str, Any]:
     """A row whose answer copies a string drawn for this row from the conversation: an echo, a
     lookup in a list of pairs, a number the user gave, or a tool call with the user's code and an
     answer with the numbers the tool returned."""
-    kind = rng.choice(("echo", "lookup", "number", "tool"))
+    kind = rng.choices(COPY_KINDS, weights=COPY_WEIGHTS)[0]
     tools: list[dict[str, Any]] = []
     if kind == "echo":
         code = random_code(rng)
