@@ -1,8 +1,10 @@
 """Stage 0, for a model built from scratch: give it what a pretrained base model has — general
 instruction following and the tool-call form — by supervised training on the project's general
 corpus (:mod:`trainer.general_corpus`: IFEval-kind instructions on general topics, plain chat,
-generic tool use with unrelated tools). Its output is the teacher of stage 2 and the starting
-point of stage 1. With a real pretrained checkpoint this stage is skipped.
+generic tool use with unrelated tools, and with ``copy_share`` rows that can only be answered by
+copying). Its output is the teacher of stage 2 and the starting point of stage 1. With a real
+pretrained checkpoint this stage is skipped. After training, the copy probe
+(:mod:`trainer.probes`) records in ``train.json`` whether the base copies a fresh code.
 
 >>> cfg = load_config("base", "tiny-cpu", {"out": "out/base"})   # doctest: +SKIP
 >>> train_base(cfg).out                                          # doctest: +SKIP
@@ -54,7 +56,24 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
         extra_manifest={"data": _corpus_label(cfg), **info},
     )
     result.extra.update(info)
+    if cfg.copy_probe and not result.interrupted:
+        record_copy_probe(result, cfg.copy_probe)
     return finish(result, cfg)
+
+
+def record_copy_probe(result: TrainResult, n: int) -> None:
+    """Run the copy probe on the saved model and record it in the result and its train.json: whether
+    the base reads a fresh code off the conversation, which no later stage teaches."""
+    from accelerate import PartialState
+
+    from trainer.common import read_manifest, write_manifest
+    from trainer.probes import copy_probe
+
+    if not PartialState().is_main_process:
+        return
+    result.extra["copy_probe"] = copy_probe(result.out, n=n)
+    manifest = read_manifest(result.out) or {}
+    write_manifest(result.out, {**manifest, "copy_probe": result.extra["copy_probe"]})
 
 
 def _corpus_label(cfg: BaseStageConfig) -> str:

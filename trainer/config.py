@@ -112,6 +112,13 @@ class BaseStageConfig(TrainConfig):
             "from the conversation; 0: the corpus without them."
         },
     )
+    copy_probe: int = field(
+        default=30,
+        metadata={
+            "help": "Prompts per kind of the copy probe after training (echo, lookup, tool argument of a "
+            "fresh code; recorded in train.json); 0: none."
+        },
+    )
     max_steps: int = field(default=300, metadata={"help": "Optimizer steps to run."})
     learning_rate: float = field(default=3e-3, metadata={"help": "Peak learning rate (from scratch: high)."})
     warmup_steps: int = field(default=30, metadata={"help": "Linear warm-up steps."})
@@ -134,6 +141,8 @@ class BaseStageConfig(TrainConfig):
             raise ConfigError(f"max_length must be at least 64 tokens, got {self.max_length}")
         if not 0.0 <= self.copy_share <= 1.0:
             raise ConfigError(f"copy_share must be within [0, 1], got {self.copy_share}")
+        if self.copy_probe < 0:
+            raise ConfigError(f"copy_probe must be 0 (none) or a number of prompts, got {self.copy_probe}")
 
 
 @dataclass

@@ -55,6 +55,7 @@ def tiny_study(base_model: Path) -> list[str]:
         "rl.per_device_batch_size": 2,
         "rl.max_turn_tokens": 12,
         "rl.max_completion_length": 48,
+        "base.copy_probe": 2,
         **{f"{stage}.logging_steps": 1 for stage in ("base", "sft", "distill", "rl")},
     }
     return [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]

@@ -135,6 +135,7 @@ def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path
             "per_device_batch_size": 4,
             "logging_steps": 1,
             "save_steps": 100,
+            "copy_probe": 2,
         },
     )
     result = train_base(cfg)
@@ -145,6 +146,10 @@ def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path
     assert weights_differ(tmp_path / "base", tmp_path / "base" / "init") > 0
     manifest = json.loads((tmp_path / "base" / "train.json").read_text())
     assert manifest["stage"] == "base" and manifest["parent"].endswith("init")
+    # whether the base copies a fresh code off the conversation, recorded beside the model
+    probe = manifest["copy_probe"]
+    assert probe == result.extra["copy_probe"] and probe["n"] == 2
+    assert set(probe) == {"echo", "lookup", "tool_argument", "n"} and all(0 <= probe[k] <= 1 for k in probe if k != "n")
     loads_and_answers(tmp_path / "base")
 
 
