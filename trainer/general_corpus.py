@@ -273,22 +273,28 @@ _RESULTS = {
 _AUTHORS = {"Moby Dick": "Herman Melville", "Emma": "Jane Austen", "Dracula": "Bram Stoker", "Ulysses": "James Joyce"}
 
 
+def tool_spec(name: str, description: str, parameter: str) -> dict[str, Any]:
+    """An OpenAI-style tool definition with one required string parameter.
+
+    >>> tool_spec("get_weather", "current weather for a city", "city")["function"]["parameters"]["required"]
+    ['city']
+    """
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": {parameter: {"type": "string"}}, "required": [parameter]},
+        },
+    }
+
+
 def tool_use_row(rng: random.Random, *, canonical_share: float = 0.3) -> dict[str, Any]:
     """A user question, the right call among 2-4 listed tools, the tool's result, the answer."""
     listed = rng.sample(TOOLS, rng.randint(2, 4))
     canonical = rng.random() < canonical_share
     names = {t[0]: (t[0] if canonical else pronounceable_name(rng)) for t in listed}
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": names[t[0]],
-                "description": t[1],
-                "parameters": {"type": "object", "properties": {t[2]: {"type": "string"}}, "required": [t[2]]},
-            },
-        }
-        for t in listed
-    ]
+    tools = [tool_spec(names[t[0]], t[1], t[2]) for t in listed]
     messages: list[dict[str, Any]] = []
     for turn, tool in enumerate(rng.sample(listed, min(len(listed), rng.randint(1, 2)))):
         key, _desc, param, values, result_key, answer = tool
@@ -376,17 +382,7 @@ def copy_row(rng: random.Random) -> dict[str, Any]:
         listed = rng.sample(_CODE_TOOLS, rng.randint(2, 4))
         canonical = rng.random() < 0.3
         names = {t[0]: (t[0] if canonical else pronounceable_name(rng)) for t in listed}
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": names[t[0]],
-                    "description": t[1],
-                    "parameters": {"type": "object", "properties": {t[2]: {"type": "string"}}, "required": [t[2]]},
-                },
-            }
-            for t in listed
-        ]
+        tools = [tool_spec(names[t[0]], t[1], t[2]) for t in listed]
         key, _desc, param, noun = rng.choice(listed)
         code, number, days = random_code(rng), rng.randint(2, 98), rng.randint(1, 9)
         result = {"id": code, "floor" if key == "find_locker" else "number": number, "days": days}

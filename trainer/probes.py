@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from trainer.general_corpus import random_code
+from trainer.general_corpus import random_code, tool_spec
 
 #: Seed of the probe's prompts (the corpus draws with the run's seed, 0 by default).
 PROBE_SEED = 91_357
@@ -31,8 +31,8 @@ def copy_prompts(n: int, *, seed: int = PROBE_SEED) -> list[tuple[str, list[dict
     """
     rng = random.Random(seed)
     flight_tools = [
-        _tool("flight_status", "whether a flight number is on time", "flight"),
-        _tool("get_weather", "current weather for a city", "city"),
+        tool_spec("flight_status", "whether a flight number is on time", "flight"),
+        tool_spec("get_weather", "current weather for a city", "city"),
     ]
     out = []
     for _ in range(n):
@@ -75,14 +75,3 @@ def copy_probe(model: Any, tokenizer: Any = None, *, n: int = 30, max_new_tokens
         answer = tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         hits[kind] += code in answer
     return {**{k: round(v / n, 3) for k, v in hits.items()}, "n": n}
-
-
-def _tool(name: str, description: str, parameter: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": {parameter: {"type": "string"}}, "required": [parameter]},
-        },
-    }
