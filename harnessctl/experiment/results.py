@@ -52,6 +52,7 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
         return [round(100.0 * iv.low, 2), round(100.0 * iv.high, 2)]
 
     variant, robust = by_suite.get("variant", []), by_suite.get("robustness", [])
+    items = _agent_items(store, {s for s in ("livestream", "variant") if by_suite.get(s)})
     samples = {
         **by_suite,
         "heldout_edits": [r for r in variant if any(f.startswith("op:") for f in r.families)],
@@ -80,8 +81,8 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
         "slices": slices,
         "intervals": {k: interval(rs) for k, rs in samples.items()},
         "components": components,
-        "stale_names": _stale_names(store, variant),
-        "on_screen": _on_screen(store, by_suite),
+        "stale_names": _stale_names(store, variant, items),
+        "on_screen": _on_screen(by_suite, items),
         "families": {f: {"score": mean(rs), "n": len(rs)} for f, rs in sorted(families.items())},
         "n": {s: len(rs) for s, rs in by_suite.items()},
         "errors": sum(r.error is not None for r in results),
@@ -89,32 +90,35 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
     }
 
 
-def _stale_names(store: Any, variant: list[Any]) -> dict[str, int] | None:
+def _agent_items(store: Any, suites: set[str]) -> dict[tuple[str, str], Any]:
+    """The run's suite items (case and harness) of ``suites``, read once for the metrics below."""
+    if not suites:
+        return {}
+    from harnessctl.loop.diagnose import load_run_items
+
+    config = store.manifest.get("config") or {}
+    return load_run_items(store.root, config.get("evals_dir", "evals"), suites)
+
+
+def _stale_names(store: Any, variant: list[Any], items: dict[tuple[str, str], Any]) -> dict[str, int] | None:
     """Variant-suite episodes that called a tool or skill by a name the variant renamed (a name of
     the harness it was made from, or of an earlier version): how far the arm follows the surface
     it was trained on instead of the one it is shown."""
     if not variant:
         return None
-    from harnessctl.loop.diagnose import load_run_items
     from harnessctl.loop.stale import FormerNameIndex, stale_name_use
 
     config = store.manifest.get("config") or {}
-    items = load_run_items(store.root, config.get("evals_dir", "evals"), {"variant"})
     return stale_name_use(variant, FormerNameIndex(config.get("harness_path"), items))
 
 
-def _on_screen(store: Any, by_suite: dict[str, list[Any]]) -> dict[str, dict[str, int]] | None:
+def _on_screen(by_suite: dict[str, list[Any]], items: dict[tuple[str, str], Any]) -> dict[str, dict[str, int]] | None:
     """Per agent suite (livestream, variant): whether the first product lookup named the product on
     screen -- copying an id from the viewer's message, which every fact of the reply depends on."""
-    suites = {s for s in ("livestream", "variant") if by_suite.get(s)}
-    if not suites:
-        return None
-    from harnessctl.loop.diagnose import load_run_items
     from harnessctl.loop.onscreen import on_screen_product_use
 
-    config = store.manifest.get("config") or {}
-    items = load_run_items(store.root, config.get("evals_dir", "evals"), suites)
-    return {s: on_screen_product_use(by_suite[s], items) for s in sorted(suites)}
+    suites = sorted(s for s in ("livestream", "variant") if by_suite.get(s))
+    return {s: on_screen_product_use(by_suite[s], items) for s in suites} or None
 
 
 def _get(scores: dict[str, dict[str, Any]], arm: str, key: str) -> float | None:

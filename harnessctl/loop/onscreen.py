@@ -7,16 +7,14 @@ falls for a reason that no skill rule or tool rename explains. Counted over the 
 answer key looks the on-screen product up, so that "the other one" and order questions do not count
 against it.
 
->>> record = {"messages": [{"role": "assistant", "tool_calls": [
-...     {"function": {"name": "load_skill", "arguments": '{"name": "explain_price"}'}},
-...     {"function": {"name": "get_product_details", "arguments": '{"product_id": "P003"}'}}]}]}
+>>> record = {"tool_steps": [{"name": "load_skill", "arguments": {"name": "explain_price"}},
+...                          {"name": "get_product_details", "arguments": {"product_id": "P003"}}]}
 >>> first_product_id(record)
 'P003'
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -24,26 +22,15 @@ from typing import Any
 PRODUCT_ID = re.compile(r"^P\d{3}$")
 
 
-def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
-    """A recorded tool call's arguments as a mapping ({} when they are not a JSON object)."""
-    args = (call.get("function") or {}).get("arguments")
-    if isinstance(args, str):
-        try:
-            args = json.loads(args or "{}")
-        except json.JSONDecodeError:
-            return {}
-    return args if isinstance(args, dict) else {}
-
-
 def first_product_id(record: dict[str, Any]) -> str | None:
-    """The first product id the model passed to any tool in an episode record (None: it never did)."""
-    for message in record.get("messages") or []:
-        for call in message.get("tool_calls") or []:
-            for value in call_arguments(call).values():
-                values = value if isinstance(value, list) else [value]
-                for v in values:
-                    if isinstance(v, str) and PRODUCT_ID.match(v):
-                        return v
+    """The first product id the model passed to any tool in an episode record (None: it never did);
+    read from the record's tool steps, whose arguments the runtime has parsed (None when unreadable)."""
+    for step in record.get("tool_steps") or []:
+        args = step.get("arguments")
+        for value in args.values() if isinstance(args, dict) else ():
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, str) and PRODUCT_ID.match(v):
+                    return v
     return None
 
 

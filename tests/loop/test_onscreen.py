@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from harnessctl.loop.onscreen import first_product_id, on_screen_product_use
 from tests.conftest import LIVECOMMERCE, REPO_ROOT
 
@@ -29,11 +27,9 @@ def test_a_policy_that_reads_the_overlay_names_the_on_screen_product_and_one_tha
     store = RunStore.open(runs / "oracle")
     results = store.results()
     for r in results:
-        for m in r.record.get("messages", []):
-            for call in m.get("tool_calls") or []:
-                f = call["function"]
-                args = json.loads(f["arguments"]) if isinstance(f["arguments"], str) else f["arguments"]
-                f["arguments"] = json.dumps({k: "P999" if str(v).startswith("P0") else v for k, v in args.items()})
+        for step in r.record.get("tool_steps", []):
+            args = step.get("arguments") or {}
+            step["arguments"] = {k: "P999" if str(v).startswith("P0") else v for k, v in args.items()}
     items = load_run_items(store.root, REPO_ROOT / "evals", {"livestream"})
     recalls = on_screen_product_use(results, items)
     assert recalls == {"episodes": reads["episodes"], "lookups": reads["episodes"], "named": 0}
@@ -45,8 +41,8 @@ def test_a_policy_that_reads_the_overlay_names_the_on_screen_product_and_one_tha
 
 
 def test_arguments_that_are_not_json_or_name_no_product_are_not_a_lookup():
-    broken = {"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": '{"product_id": '}}]}]}
-    order = {"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": {"order_id": "LM1477"}}}]}]}
+    broken = {"tool_steps": [{"name": "get_product_details", "arguments": None}]}  # the runtime could not parse them
+    order = {"tool_steps": [{"name": "track_order", "arguments": {"order_id": "LM1477"}}]}
     assert first_product_id(broken) is None and first_product_id(order) is None
-    both = {"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": {"ids": ["P010", "P011"]}}}]}]}
+    both = {"tool_steps": [{"name": "compare_products", "arguments": {"ids": ["P010", "P011"]}}]}
     assert first_product_id(both) == "P010"
