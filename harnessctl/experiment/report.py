@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from .plan import SUITES
-from .results import PAPER, ifeval_sample
+from .results import PAPER, copy_probe_line, ifeval_sample
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328;padding:0 16px}
@@ -187,6 +187,7 @@ def render_report(results: dict[str, Any]) -> str:
         ),
         "<h2>Results</h2>",
         _table(results),
+        *([f"<p>{escape(line)}</p>"] if (line := copy_probe_line(results)) else []),
         "<h2>Goals</h2><ul>",
     ]
     for g in results.get("goals", []):

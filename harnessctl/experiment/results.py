@@ -257,6 +257,24 @@ def component_table(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def copy_probe_line(results: dict[str, Any]) -> str:
+    """One sentence on whether stage 0 copies (its copy probe), or "" when the base arm has none.
+
+    A model that cannot copy a fresh string from its context cannot read the product on screen or
+    a renamed listing, whatever SFT does after, so the study states it beside the scores.
+
+    >>> copy_probe_line({"arms": [{"name": "base", "train_extra": {"copy_probe":
+    ...     {"echo": 0.5, "lookup": 0.0, "tool_argument": 0.1, "n": 30}}}]})
+    'Stage 0 copy probe (greedy answers that hold a fresh code whole, 30 prompts per kind): echo 50.0 %, lookup 0.0 %, tool argument 10.0 %.'
+    """
+    base = next((a for a in results.get("arms", []) if a.get("name") == "base"), None)
+    probe = ((base or {}).get("train_extra") or {}).get("copy_probe")
+    if not probe:
+        return ""
+    kinds = ", ".join(f"{k.replace('_', ' ')} {100 * probe[k]:.1f} %" for k in ("echo", "lookup", "tool_argument"))
+    return f"Stage 0 copy probe (greedy answers that hold a fresh code whole, {probe['n']} prompts per kind): {kinds}."
+
+
 def ifeval_sample(results: dict[str, Any]) -> str:
     """How many IFEval prompts each arm was scored on, in words.
 
@@ -327,6 +345,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         *interval_table(results),
         *component_table(results),
+        *([line, ""] if (line := copy_probe_line(results)) else []),
         "## Goals",
         "",
     ]

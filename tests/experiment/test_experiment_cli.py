@@ -189,6 +189,8 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     )
     html = (study / "report.html").read_text()
     assert "95 % bootstrap intervals" in md and 'class="whisker"' in html
+    # whether stage 0 copies, measured after it trained (2 prompts per kind here)
+    assert "Stage 0 copy probe" in md and "2 prompts per kind" in md and "Stage 0 copy probe" in html
     assert "<svg" in html and "Learning curves" in html and "Variant suite by family" in html
     # how far each arm leans on the shipped names under a renamed listing (one variant case each here)
     assert all(a["metrics"]["stale_names"]["episodes"] == 1 for a in results["arms"])

@@ -196,6 +196,23 @@ def test_the_table_shows_whether_each_arm_follows_the_harness_under_edits_compon
     assert "| fixed-SFT | 90.0 → 30.0 | 70.0 → 25.0 | 50.0 → 45.0 |" in md
 
 
+def test_the_table_says_whether_stage_0_copies_and_says_nothing_for_a_study_that_did_not_probe():
+    base = _arm("base", "base (stage 0)", {"livestream": 0.0})
+    results = {
+        "id": "s1",
+        "command": "harnessctl experiment hat",
+        "plan": {"preset": "full"},
+        "eval_cases": 2,
+        "arms": [base],
+        "goals": [],
+        "compute": {},
+    }
+    assert "copy probe" not in markdown_table(results) and "copy probe" not in render_report(results)
+    base["train_extra"] = {"copy_probe": {"echo": 0.983, "lookup": 0.117, "tool_argument": 0.267, "n": 60}}
+    line = "60 prompts per kind): echo 98.3 %, lookup 11.7 %, tool argument 26.7 %."
+    assert line in markdown_table(results) and line in render_report(results)
+
+
 def test_a_continued_study_may_run_more_episodes_at_once_but_not_change_its_plan(tmp_path):
     from harnessctl.experiment.runner import StudyError, open_study
 
