@@ -18,7 +18,7 @@ from pathlib import Path
 
 from trainer.common import TrainResult, load_model, prepare_out, run_trainer, setup, text_hash
 from trainer.config import BaseStageConfig
-from trainer.general_corpus import general_rows
+from trainer.general_corpus import general_rows, parse_copy_mix
 from trainer.sft import fit_rows, sft_trainer
 
 
@@ -42,7 +42,7 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
                 raise TrainError(f"--harness {cfg.harness}: {e}") from None
             build_tiny_model(parent, harness)
     model, tokenizer = load_model(parent, cfg, what="--model")
-    rows = general_rows(cfg.rows, seed=cfg.seed, copy_share=cfg.copy_share)
+    rows = general_rows(cfg.rows, seed=cfg.seed, copy_share=cfg.copy_share, copy_weights=parse_copy_mix(cfg.copy_mix))
     kept, info = fit_rows(rows, tokenizer, model, cfg.max_length, max_share=0.0)
     trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"])
     corpus_hash = text_hash(json.dumps(rows, sort_keys=True))
@@ -78,7 +78,9 @@ def record_copy_probe(result: TrainResult, n: int) -> None:
 
 def _corpus_label(cfg: BaseStageConfig) -> str:
     label = f"general corpus, {cfg.rows} rows, seed {cfg.seed}"
-    return label + (f", {cfg.copy_share:.0%} copying rows" if cfg.copy_share else "")
+    if not cfg.copy_share:
+        return label
+    return label + f", {cfg.copy_share:.0%} copying rows" + (f" ({cfg.copy_mix})" if cfg.copy_mix else "")
 
 
 if __name__ == "__main__":

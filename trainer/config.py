@@ -112,6 +112,13 @@ class BaseStageConfig(TrainConfig):
             "from the conversation; 0: the corpus without them."
         },
     )
+    copy_mix: str = field(
+        default="",
+        metadata={
+            "help": "Shares of the copy rows' kinds as KIND=WEIGHT pairs (echo, lookup, number, tool), "
+            "e.g. lookup=2,tool=1; empty: echo=0.5,lookup=0.2,number=0.1,tool=0.2."
+        },
+    )
     copy_probe: int = field(
         default=30,
         metadata={
@@ -141,6 +148,12 @@ class BaseStageConfig(TrainConfig):
             raise ConfigError(f"max_length must be at least 64 tokens, got {self.max_length}")
         if not 0.0 <= self.copy_share <= 1.0:
             raise ConfigError(f"copy_share must be within [0, 1], got {self.copy_share}")
+        from trainer.general_corpus import parse_copy_mix
+
+        try:
+            parse_copy_mix(self.copy_mix)
+        except ValueError as e:
+            raise ConfigError(f"copy_mix: {e}") from None
         if self.copy_probe < 0:
             raise ConfigError(f"copy_probe must be 0 (none) or a number of prompts, got {self.copy_probe}")
 

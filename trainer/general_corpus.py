@@ -351,11 +351,37 @@ def random_code(rng: random.Random) -> str:
     return f"{letters}{rng.choice(('', '-'))}{digits}"
 
 
-def copy_row(rng: random.Random) -> dict[str, Any]:
+def parse_copy_mix(text: str) -> tuple[float, ...]:
+    """The copy kinds' weights, in :data:`COPY_KINDS` order, from ``kind=weight`` pairs; kinds not
+    named get 0, and an empty text gives :data:`COPY_WEIGHTS`. Raises ``ValueError`` naming what is wrong.
+
+    >>> parse_copy_mix("lookup=2,tool=1")
+    (0.0, 2.0, 0.0, 1.0)
+    """
+    if not text.strip():
+        return COPY_WEIGHTS
+    weights = dict.fromkeys(COPY_KINDS, 0.0)
+    for part in text.split(","):
+        kind, sep, value = (x.strip() for x in part.partition("="))
+        if not sep or kind not in weights:
+            raise ValueError(f"{part.strip()!r} is not KIND=WEIGHT with KIND one of {', '.join(COPY_KINDS)}")
+        try:
+            weights[kind] = float(value)
+        except ValueError:
+            raise ValueError(f"the weight of {kind} must be a number, got {value!r}") from None
+        if not weights[kind] >= 0.0:  # also refuses nan
+            raise ValueError(f"the weight of {kind} must be 0 or more, got {value}")
+    if not sum(weights.values()) > 0.0:
+        raise ValueError("at least one copy kind needs a weight above 0")
+    return tuple(weights.values())
+
+
+def copy_row(rng: random.Random, weights: tuple[float, ...] = COPY_WEIGHTS) -> dict[str, Any]:
     """A row whose answer copies a string drawn for this row from the conversation: an echo, a
     lookup in a list of pairs, a number the user gave, or a tool call with the user's code and an
-    answer with the numbers the tool returned."""
-    kind = rng.choices(COPY_KINDS, weights=COPY_WEIGHTS)[0]
+    answer with the numbers the tool returned (``weights``: the kinds' shares, in
+    :data:`COPY_KINDS` order)."""
+    kind = rng.choices(COPY_KINDS, weights=weights)[0]
     tools: list[dict[str, Any]] = []
     if kind == "echo":
         code = random_code(rng)
@@ -405,10 +431,16 @@ def copy_row(rng: random.Random) -> dict[str, Any]:
 
 
 def general_rows(
-    n: int, *, seed: int = 0, mix: tuple[float, float, float] = (0.4, 0.2, 0.4), copy_share: float = 0.0
+    n: int,
+    *,
+    seed: int = 0,
+    mix: tuple[float, float, float] = (0.4, 0.2, 0.4),
+    copy_share: float = 0.0,
+    copy_weights: tuple[float, ...] = COPY_WEIGHTS,
 ) -> list[dict[str, Any]]:
     """``n`` rows of the general corpus, ``mix`` = shares of instruction / chat / tool-use rows,
-    and ``copy_share`` of the rows copying ones (the others keep ``mix`` among themselves).
+    and ``copy_share`` of the rows copying ones (the others keep ``mix`` among themselves), their
+    kinds drawn with ``copy_weights`` (see :func:`parse_copy_mix`).
 
     >>> rows = general_rows(200, seed=0, copy_share=0.5)
     >>> 70 < sum(r["meta"]["kind"] == "copy" for r in rows) < 130
@@ -430,7 +462,7 @@ def general_rows(
         elif kind == "chat":
             row = chat_row(rng)
         elif kind == "copy":
-            row = copy_row(rng)
+            row = copy_row(rng, copy_weights)
         else:
             row = tool_use_row(rng)
         rows.append(row)

@@ -50,6 +50,13 @@ def test_every_shipped_config_loads_for_every_stage(name):
         (lambda: SFTStageConfig(decision_rows=1.5), "decision_rows must be within"),
         (lambda: load_config("base", None, {"copy_share": "30%"}), "expected a number"),
         (lambda: load_config("base", None, {"copy_share": "1.3"}), "copy_share must be within"),
+        (lambda: load_config("base", None, {"copy_mix": "lookup=2,quote=1"}), "copy_mix: 'quote=1' is not KIND=WEIGHT"),
+        (
+            lambda: load_config("base", None, {"copy_mix": "lookup=lots"}),
+            "copy_mix: the weight of lookup must be a number",
+        ),
+        (lambda: load_config("base", None, {"copy_mix": "echo=-1"}), "copy_mix: the weight of echo must be 0 or more"),
+        (lambda: load_config("base", None, {"copy_mix": "echo=0"}), "copy_mix: at least one copy kind"),
     ],
 )
 def test_bad_config_values_say_what_to_change(build, message):
@@ -189,6 +196,21 @@ def test_no_copy_rows_leaves_the_corpus_shipped_checkpoints_were_trained_on_unch
     assert 60 < sum(r["meta"]["kind"] == "copy" for r in with_copies) < 120
     with pytest.raises(ValueError, match="copy_share"):
         general_rows(3, copy_share=1.5)
+
+
+def test_a_copy_mix_draws_only_the_kinds_it_weights_and_the_default_mix_keeps_the_copy_corpus_unchanged():
+    from trainer.common import text_hash
+    from trainer.general_corpus import parse_copy_mix
+
+    rows = general_rows(400, seed=1, copy_share=1.0, copy_weights=parse_copy_mix("lookup=3,tool=1"))
+    kinds = [r["meta"]["copy"] for r in rows]
+    assert set(kinds) == {"lookup", "tool"} and kinds.count("lookup") > 2 * kinds.count("tool")
+    # The hash the copying base's last piece recorded (9,600 rows, seed 4, half copy rows): a base
+    # trained before copy_mix existed is reproduced by the default.
+    default = general_rows(9600, seed=4, copy_share=0.5, copy_weights=parse_copy_mix(""))
+    assert text_hash(json.dumps(default, sort_keys=True)) == (
+        "9ad89dc531e233b1eaad36dabe2cbee27823e78eaf3a44924e45d315d740b1b4"
+    )
 
 
 def test_efficiency_is_rewarded_in_proportion_to_the_task_done():
