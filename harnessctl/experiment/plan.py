@@ -3,7 +3,9 @@ sizes of everything (data, steps per stage, evaluation), as one plain, recorded 
 
 Arms, in the order they run (a parent always runs first):
 
-- ``base`` — stage 0 from scratch (or ``base_model`` continued) on the general corpus;
+- ``base`` — stage 0 from scratch (or ``base_model`` continued) on the general corpus; with a
+  ``copy`` stage in the plan (``--set copy.max_steps=2200``) it goes on in a second phase on copy
+  rows at a steady learning rate, until the model copies a fresh code from its context;
 - ``fixed-sft`` — base → SFT on trajectories under the shipped harness only;
 - ``hsa-sft`` — base → SFT on trajectories under augmented harnesses (same cases, same steps);
 - ``hsa-sft-opd`` — hsa-sft → general on-policy distillation to the base;
@@ -56,6 +58,22 @@ ABLATION_ARMS = (
 )
 ARMS = {a.name: a for a in MAIN_ARMS + ABLATION_ARMS}
 SUITES = ("livestream", "variant", "robustness", "ifeval")
+#: Stages a plan sizes: the trainer's four, and ``copy``, stage 0's optional second phase (stage 0
+#: fields, applied over ``base``'s).
+STAGES = ("base", "copy", "sft", "distill", "rl")
+#: The copy phase's settings unless the plan sets them: half copy rows at a steady learning rate
+#: (copying forms in a phase change that a decayed cosine schedule or diluted rows stop short of),
+#: and the copy probe on 60 prompts per kind.
+COPY_PHASE_DEFAULTS = {"copy_share": 0.5, "lr_scheduler_type": "constant_with_warmup", "copy_probe": 60}
+
+
+def config_stage(stage: str) -> str:
+    """The trainer stage whose config fields a plan stage takes (``copy`` is stage 0's).
+
+    >>> config_stage("copy"), config_stage("sft")
+    ('base', 'sft')
+    """
+    return "base" if stage == "copy" else stage
 
 
 @dataclass
@@ -111,11 +129,15 @@ class StudyPlan:
         for name in ("eval_limit", "history_limit", "ifeval_limit"):
             if int(getattr(self, name)) < 0:
                 raise PlanError(f"{name} must be 0 (every case) or positive, got {getattr(self, name)}")
-        unknown = sorted(set(self.stage_overrides) - {"base", "sft", "distill", "rl"})
+        unknown = sorted(set(self.stage_overrides) - set(STAGES))
         if unknown:
-            raise PlanError(f"stage_overrides: unknown stage {unknown[0]!r}; stages are base, sft, distill, rl")
+            raise PlanError(f"stage_overrides: unknown stage {unknown[0]!r}; stages are {', '.join(STAGES)}")
         for stage, values in self.stage_overrides.items():
             _check_stage_fields(stage, values)
+
+    def copy_phase(self) -> bool:
+        """Whether stage 0 has its second phase on copy rows (the plan has a ``copy`` stage)."""
+        return "copy" in self.stage_overrides
 
     def arms(self) -> list[Arm]:
         """The arms this plan runs, parents first."""
@@ -179,7 +201,7 @@ def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
 
     from trainer.config import CONFIG_CLASSES, ConfigError, coerce
 
-    cls = CONFIG_CLASSES[stage]
+    cls = CONFIG_CLASSES[config_stage(stage)]
     hints = get_type_hints(cls)
     known = sorted(f.name for f in dataclasses.fields(cls))
     for name, value in values.items():
@@ -203,8 +225,8 @@ def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
             raise PlanError(f"--set {item!r}: write FIELD=VALUE or STAGE.FIELD=VALUE, e.g. --set sft.max_steps=20")
         if "." in key:
             stage, _, name = key.partition(".")
-            if stage not in ("base", "sft", "distill", "rl") or not name:
-                raise PlanError(f"--set {item!r}: {stage!r} is not a stage; use base, sft, distill or rl")
+            if stage not in STAGES or not name:
+                raise PlanError(f"--set {item!r}: {stage!r} is not a stage; use {', '.join(STAGES)}")
             values["stage_overrides"].setdefault(stage, {})[name] = value
             continue
         if key not in hints or key in ("stage_overrides", "preset"):

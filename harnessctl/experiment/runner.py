@@ -32,10 +32,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .plan import SUITES, Arm, PlanError, StudyPlan, plan_differences, plan_options
+from .plan import COPY_PHASE_DEFAULTS, SUITES, Arm, PlanError, StudyPlan, plan_differences, plan_options
 from .results import arm_metrics, judge_goals, markdown_table
 
 PLAN_FILE, ARM_FILE, TRAIN_FILE = "plan.json", "arm.json", "train.json"
+#: Stage 0's first phase, when the plan has a copy phase: its model folder and its train.json.
+GENERAL_DIR, GENERAL_FILE = "general", "general.json"
 RESULTS_JSON, RESULTS_MD, REPORT_HTML = "results.json", "results.md", "report.html"
 RESULTS_VERSION = 1
 #: Plan fields a continued study may change: they add arms or change speed, never a result.
@@ -172,6 +174,35 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     return cfg
 
 
+def copy_phase_config(plan: StudyPlan, root: Path) -> Any:
+    """The trainer config of stage 0's second phase: ``base``'s fields but its size, then
+    :data:`COPY_PHASE_DEFAULTS`, then the plan's ``copy`` fields; it continues the first phase's
+    model into the base arm's ``model`` folder, on one pass of rows unless ``copy.rows`` is set."""
+    from trainer.config import ConfigError, load_config
+
+    arm_dir = root / "arms" / "base"
+    copy_fields = plan.stage_overrides.get("copy", {})
+    base_fields = {k: v for k, v in plan.stage_overrides.get("base", {}).items() if k not in ("max_steps", "rows")}
+    wiring = {
+        "out": str(arm_dir / "model"),
+        "model": str(arm_dir / GENERAL_DIR),
+        "seed": plan.seed,
+        "harness": plan.harness,
+        "eval_suites": "",
+    }
+    overrides = {**base_fields, **COPY_PHASE_DEFAULTS, **copy_fields, **wiring}
+    try:
+        cfg = load_config("base", plan.train_config, overrides)
+        if "rows" not in copy_fields:
+            one_pass = cfg.max_steps * cfg.per_device_batch_size * cfg.gradient_accumulation_steps
+            cfg = load_config("base", plan.train_config, {**overrides, "rows": max(10, one_pass)})
+    except ConfigError as e:
+        raise StudyError(f"arm base (copy phase): {e}") from None
+    if "logging_steps" not in copy_fields:
+        cfg.logging_steps = max(1, min(cfg.logging_steps, cfg.max_steps // 10))
+    return cfg
+
+
 def trained(root: Path, arm: Arm) -> bool:
     """Whether ``arm``'s training has finished (its summary and its final model are written)."""
     from trainer.common import MANIFEST
@@ -181,34 +212,79 @@ def trained(root: Path, arm: Arm) -> bool:
 
 
 def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
-    """Train ``arm`` (or continue it from its last checkpoint); returns ``train.json``'s content."""
-    from trainer.common import TrainError, last_checkpoint
-    from trainer.stages import run_stage
-
+    """Train ``arm`` (or continue it from its last checkpoint); returns ``train.json``'s content.
+    With a copy phase, stage 0 trains its first phase into ``arms/base/general`` and goes on from
+    there into ``arms/base/model``; a stopped study continues the phase it was in."""
     arm_dir = root / "arms" / arm.name
     record = _read_json(arm_dir / TRAIN_FILE)
-    model_dir = arm_dir / "model"
     if record and trained(root, arm):
         return record
     cfg = stage_config(plan, arm, root)
-    resume = last_checkpoint(model_dir) is not None
-    if model_dir.exists() and not resume:
-        shutil.rmtree(model_dir)  # stopped before its first checkpoint: start the stage again
-    say(
-        f"arm {arm.name}: train {arm.stage} from {arm.parent or plan.base_model or 'scratch'}, {cfg.max_steps} steps"
-        + (" (resuming)" if resume else "")
-    )
+    source = arm.parent or plan.base_model or "scratch"
+    if arm.stage == "base" and plan.copy_phase():
+        from trainer.common import MANIFEST
+
+        general = _read_json(arm_dir / GENERAL_FILE)
+        if not (general and (arm_dir / GENERAL_DIR / MANIFEST).is_file()):
+            cfg.out, cfg.copy_probe = str(arm_dir / GENERAL_DIR), 0
+            general = _train_phase(arm, cfg, f"train base from {source}", say, progress)
+            _write_json(arm_dir / GENERAL_FILE, general)
+        copy_cfg = copy_phase_config(plan, root)
+        copied = _train_phase(arm, copy_cfg, "copy phase: continue base on copy rows", say, progress)
+        record = _join_phases(general, copied)
+    else:
+        record = _train_phase(arm, cfg, f"train {arm.stage} from {source}", say, progress)
+    _write_json(arm_dir / TRAIN_FILE, record)
+    return record
+
+
+def _train_phase(arm: Arm, cfg: Any, what: str, say: Say, progress: bool) -> dict[str, Any]:
+    """Run one trainer stage into ``cfg.out`` (continuing from its last checkpoint if there is
+    one); returns the run's record without its in-training evaluation."""
+    from trainer.common import TrainError, last_checkpoint
+    from trainer.stages import run_stage
+
+    out = Path(cfg.out)
+    resume = last_checkpoint(out) is not None
+    if out.exists() and not resume:
+        shutil.rmtree(out)  # stopped before its first checkpoint: start the stage again
+    say(f"arm {arm.name}: {what}, {cfg.max_steps} steps" + (" (resuming)" if resume else ""))
     try:
-        result = run_stage(arm.stage, cfg, resume=resume, progress=progress)
+        result = run_stage(cfg.stage, cfg, resume=resume, progress=progress)
     except TrainError as e:
         raise StudyError(f"arm {arm.name} ({arm.stage}): {e}") from None
     if result.interrupted:
         raise StudyInterrupted(
             f"arm {arm.name}: training interrupted at step {result.steps}; checkpoint {result.checkpoint}"
         )
-    record = {k: v for k, v in result.to_dict().items() if k != "eval"}
-    _write_json(arm_dir / TRAIN_FILE, record)
-    return record
+    return {k: v for k, v in result.to_dict().items() if k != "eval"}
+
+
+def _join_phases(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """One record for stage 0 trained in two phases: the second's model and probe, steps,
+    seconds and tokens summed, one learning curve with the second phase's steps after the first's.
+
+    >>> _join_phases({"steps": 2, "seconds": 1.0, "log": [{"step": 2, "loss": 3.0}]},
+    ...              {"steps": 1, "seconds": 2.0, "log": [{"step": 1, "loss": 1.0}]})["log"]
+    [{'step': 2, 'loss': 3.0}, {'step': 3, 'loss': 1.0}]
+    """
+    offset = first.get("steps", 0)
+    log = list(first.get("log", [])) + [
+        {**row, "step": row["step"] + offset} if "step" in row else row for row in second.get("log", [])
+    ]
+    phases = [
+        {"phase": name, "steps": r.get("steps", 0), "seconds": _train_seconds(r), "out": r.get("out")}
+        for name, r in (("general", first), ("copy", second))
+    ]
+    return {
+        **second,
+        "steps": offset + second.get("steps", 0),
+        "total_seconds": round(_train_seconds(first) + _train_seconds(second), 3),
+        "cpu_seconds": round(first.get("cpu_seconds", 0.0) + second.get("cpu_seconds", 0.0), 3),
+        "tokens": first.get("tokens", 0) + second.get("tokens", 0),
+        "log": log,
+        "phases": phases,
+    }
 
 
 def _eval_progress(enabled: bool, label: str) -> Any:
@@ -507,6 +583,8 @@ def run_study(
     # every stage's config and every --arm is checked before anything runs or is written
     for arm in arms:
         stage_config(plan, arm, root)
+    if plan.copy_phase():
+        copy_phase_config(plan, root)
     chosen = _chosen_arms(arms, only_arms, root)
     root = open_study(plan, root)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]

@@ -1,0 +1,83 @@
+"""Stage 0's copy phase: with a ``copy`` stage in the plan, the base arm trains on the general
+corpus, then goes on from that model on copy rows at a steady learning rate, and the SFT arms start
+from the second phase's model. A stopped study continues the phase it was in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, quick_plan
+from harnessctl.experiment.runner import GENERAL_DIR, StudyError, copy_phase_config, stage_config, train_arm
+
+
+def small_plan(base_model: str, *extra: str):
+    return apply_overrides(
+        quick_plan(),
+        [
+            f"base_model={base_model}",
+            "base.max_steps=1",
+            "base.rows=24",
+            "base.per_device_batch_size=2",
+            "copy.max_steps=2",
+            "copy.copy_probe=1",
+            *extra,
+        ],
+    )
+
+
+def test_the_copy_phase_is_set_like_a_stage_and_a_wrong_field_or_value_is_named(tmp_path):
+    plan = apply_overrides(quick_plan(), ["copy.max_steps=2200"])
+    assert plan.copy_phase() and not quick_plan().copy_phase()
+    with pytest.raises(PlanError, match="copy.nope: unknown copy field"):
+        apply_overrides(quick_plan(), ["copy.nope=1"])
+    with pytest.raises(StudyError, match=r"arm base \(copy phase\): copy_share must be within"):
+        copy_phase_config(apply_overrides(quick_plan(), ["copy.copy_share=2"]), tmp_path)
+
+
+def test_the_copy_phase_keeps_base_settings_but_its_size_and_defaults_to_half_copy_rows_at_a_steady_rate(tmp_path):
+    plan = small_plan("m", "copy.lr_scheduler_type=cosine")
+    cfg = copy_phase_config(plan, tmp_path)
+    assert cfg.model == str(tmp_path / "arms" / "base" / GENERAL_DIR) and cfg.out == str(
+        tmp_path / "arms" / "base" / "model"
+    )
+    assert (cfg.max_steps, cfg.per_device_batch_size, cfg.rows) == (2, 2, 10)  # one pass, at least 10 rows
+    assert cfg.copy_share == 0.5 and cfg.copy_probe == 1
+    assert cfg.lr_scheduler_type == "cosine"  # the plan's copy fields win over the defaults
+    default = copy_phase_config(small_plan("m", "copy.max_steps=40"), tmp_path)
+    assert (default.lr_scheduler_type, default.rows) == ("constant_with_warmup", 80)
+    # the SFT arms start from the base arm's model: the copy phase's
+    assert stage_config(plan, ARMS["fixed-sft"], tmp_path).model == cfg.out
+
+
+def test_a_base_with_a_copy_phase_trains_both_phases_records_them_as_one_and_continues_where_it_stopped(
+    tiny_model_path, tmp_path
+):
+    plan = small_plan(str(tiny_model_path))
+    said: list[str] = []
+    record = train_arm(plan, ARMS["base"], tmp_path, said.append, False)
+    base = tmp_path / "arms" / "base"
+
+    general = json.loads((base / GENERAL_DIR / "train.json").read_text())
+    copied = json.loads((base / "model" / "train.json").read_text())
+    assert general["parent"] == str(tiny_model_path) and "copy_probe" not in general
+    assert copied["parent"] == str(base / GENERAL_DIR) and "50% copying rows" in copied["data"]
+    assert copied["config"]["lr_scheduler_type"] == "constant_with_warmup"
+    assert set(copied["copy_probe"]) == {"echo", "lookup", "tool_argument", "n"}
+
+    assert record["steps"] == 3 and [p["phase"] for p in record["phases"]] == ["general", "copy"]
+    assert [row["step"] for row in record["log"] if "loss" in row] == [1, 2, 3]
+    assert record["extra"]["copy_probe"] == copied["copy_probe"]
+    assert json.loads((base / "train.json").read_text()) == record
+    assert any("copy phase" in line for line in said)
+
+    # stopped after the first phase: only the copy phase trains again
+    first_phase = (base / GENERAL_DIR / "model.safetensors").stat().st_mtime_ns
+    (base / "train.json").unlink()
+    for path in sorted((base / "model").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    said.clear()
+    again = train_arm(plan, ARMS["base"], tmp_path, said.append, False)
+    assert (base / GENERAL_DIR / "model.safetensors").stat().st_mtime_ns == first_phase
+    assert [line for line in said if "train base" in line] == [] and again["steps"] == 3
