@@ -177,36 +177,26 @@ def test_each_arm_trains_from_its_parent_on_its_own_data_and_logs_a_curve(tmp_pa
     assert all(c.max_steps // c.logging_steps >= min(10, c.max_steps) for c in cfgs.values())
 
 
+def _results(arms):
+    """A full study's results.json content with these arms and no goals judged."""
+    command, plan = "harnessctl experiment hat", {"preset": "full"}
+    return {"id": "s1", "command": command, "plan": plan, "eval_cases": 2, "arms": arms, "goals": [], "compute": {}}
+
+
 def test_the_table_shows_whether_each_arm_follows_the_harness_under_edits_component_by_component():
     fixed = _arm("fixed-sft", "fixed-SFT", {"livestream": 40.0, "variant": 20.0})
     fixed["metrics"]["components"] = {
         "livestream": {"skill_selection": 90.0, "tool_rationality": 70.0, "correctness": 50.0},
         "variant": {"skill_selection": 30.0, "tool_rationality": 25.0, "correctness": 45.0},
     }
-    results = {
-        "id": "s1",
-        "command": "harnessctl experiment hat",
-        "plan": {"preset": "full"},
-        "eval_cases": 2,
-        "arms": [fixed],
-        "goals": [],
-        "compute": {},
-    }
+    results = _results([fixed])
     md = markdown_table(results)
     assert "| fixed-SFT | 90.0 → 30.0 | 70.0 → 25.0 | 50.0 → 45.0 |" in md
 
 
 def test_the_table_says_whether_stage_0_copies_and_says_nothing_for_a_study_that_did_not_probe():
     base = _arm("base", "base (stage 0)", {"livestream": 0.0})
-    results = {
-        "id": "s1",
-        "command": "harnessctl experiment hat",
-        "plan": {"preset": "full"},
-        "eval_cases": 2,
-        "arms": [base],
-        "goals": [],
-        "compute": {},
-    }
+    results = _results([base])
     assert "copy probe" not in markdown_table(results) and "copy probe" not in render_report(results)
     base["train_extra"] = {"copy_probe": {"echo": 0.983, "lookup": 0.117, "tool_argument": 0.267, "n": 60}}
     line = "60 prompts per kind): echo 98.3 %, lookup 11.7 %, tool argument 26.7 %."
