@@ -146,13 +146,7 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     then the arm's own wiring (output, parent model, data, teacher, HSA), which always wins."""
     from trainer.config import ConfigError, load_config
 
-    arm_dir = root / "arms" / arm.name
-    wiring: dict[str, Any] = {
-        "out": str(arm_dir / "model"),
-        "seed": plan.seed,
-        "harness": plan.harness,
-        "eval_suites": "",
-    }
+    wiring = _wiring(plan, root / "arms" / arm.name / "model")
     if arm.parent:
         wiring["model"] = str(root / "arms" / arm.parent / "model")
     elif plan.base_model:
@@ -168,8 +162,18 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
         cfg = load_config(arm.stage, plan.train_config, overrides)
     except ConfigError as e:
         raise StudyError(f"arm {arm.name} ({arm.stage}): {e}") from None
-    if "logging_steps" not in plan.stage_overrides.get(arm.stage, {}):
-        # a learning curve of about ten points or more, however short the stage
+    return _curve_points(cfg, plan.stage_overrides.get(arm.stage, {}))
+
+
+def _wiring(plan: StudyPlan, out: Path) -> dict[str, Any]:
+    """The config fields every study stage gets from the plan, whatever its overrides say."""
+    return {"out": str(out), "seed": plan.seed, "harness": plan.harness, "eval_suites": ""}
+
+
+def _curve_points(cfg: Any, fields: dict[str, Any]) -> Any:
+    """``cfg`` logging a learning curve of about ten points or more, however short the stage,
+    unless the plan set ``logging_steps`` itself."""
+    if "logging_steps" not in fields:
         cfg.logging_steps = max(1, min(cfg.logging_steps, cfg.max_steps // 10))
     return cfg
 
@@ -183,24 +187,14 @@ def copy_phase_config(plan: StudyPlan, root: Path) -> Any:
     arm_dir = root / "arms" / "base"
     copy_fields = plan.stage_overrides.get("copy", {})
     base_fields = {k: v for k, v in plan.stage_overrides.get("base", {}).items() if k not in ("max_steps", "rows")}
-    wiring = {
-        "out": str(arm_dir / "model"),
-        "model": str(arm_dir / GENERAL_DIR),
-        "seed": plan.seed,
-        "harness": plan.harness,
-        "eval_suites": "",
-    }
-    overrides = {**base_fields, **COPY_PHASE_DEFAULTS, **copy_fields, **wiring}
+    wiring = {**_wiring(plan, arm_dir / "model"), "model": str(arm_dir / GENERAL_DIR)}
     try:
-        cfg = load_config("base", plan.train_config, overrides)
-        if "rows" not in copy_fields:
-            one_pass = cfg.max_steps * cfg.per_device_batch_size * cfg.gradient_accumulation_steps
-            cfg = load_config("base", plan.train_config, {**overrides, "rows": max(10, one_pass)})
+        cfg = load_config("base", plan.train_config, {**base_fields, **COPY_PHASE_DEFAULTS, **copy_fields, **wiring})
     except ConfigError as e:
         raise StudyError(f"arm base (copy phase): {e}") from None
-    if "logging_steps" not in copy_fields:
-        cfg.logging_steps = max(1, min(cfg.logging_steps, cfg.max_steps // 10))
-    return cfg
+    if "rows" not in copy_fields:  # at least 10, the least stage 0 accepts
+        cfg.rows = max(10, cfg.max_steps * cfg.per_device_batch_size * cfg.gradient_accumulation_steps)
+    return _curve_points(cfg, copy_fields)
 
 
 def trained(root: Path, arm: Arm) -> bool:
