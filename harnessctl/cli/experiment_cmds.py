@@ -65,6 +65,15 @@ def hat(
             "Two arms with the same parent can train at once, one command each.",
         ),
     ] = None,
+    train_jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--train-jobs",
+            min=1,
+            help="Arms with a trained parent (fixed-SFT, HSA-SFT) that train at once, one process each "
+            "[default: 2 on a CPU with two cores or more, 1 with a GPU].",
+        ),
+    ] = None,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT.
 
@@ -93,6 +102,7 @@ def hat(
         except PlanError as e:
             raise CLIError(str(e)) from None
         from harnessctl.experiment.runner import run_study
+        from harnessctl.experiment.side_by_side import default_train_jobs
 
         command = (
             "harnessctl " + " ".join(shlex.quote(a) for a in _study_args(sys.argv[1:]))
@@ -109,6 +119,7 @@ def hat(
                 train_only=train_only,
                 eval_only=eval_only,
                 only_arms=arm,
+                train_jobs=train_jobs or default_train_jobs(),
             )
         except (StudyError, PlanError) as e:
             raise CLIError(str(e)) from None
@@ -138,9 +149,9 @@ def _study_args(argv: list[str]) -> list[str]:
             skip = False
         elif a in ("--train-only", "--eval-only"):
             pass
-        elif a == "--arm":
+        elif a in ("--arm", "--train-jobs"):
             skip = True
-        elif not a.startswith("--arm="):
+        elif not a.startswith(("--arm=", "--train-jobs=")):
             kept.append(a)
     return kept
 

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .plan import COPY_PHASE_DEFAULTS, SUITES, Arm, PlanError, StudyPlan, plan_differences, plan_options
+from .plan import ARMS, COPY_PHASE_DEFAULTS, SUITES, Arm, PlanError, StudyPlan, plan_differences, plan_options
 from .results import arm_metrics, judge_goals, markdown_table
 
 PLAN_FILE, ARM_FILE, TRAIN_FILE = "plan.json", "arm.json", "train.json"
@@ -505,8 +505,6 @@ def _train_seconds(record: dict[str, Any]) -> float:
 
 
 def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
-    from .plan import ARMS
-
     out, parent = [], arm.parent
     while parent:
         rec = _read_json(root / "arms" / parent / TRAIN_FILE) or {}
@@ -542,6 +540,7 @@ def run_study(
     train_only: bool = False,
     eval_only: bool = False,
     only_arms: list[str] | None = None,
+    train_jobs: int = 1,
 ) -> dict[str, Any]:
     """Run (or continue) the study ``plan`` describes under ``root``; writes ``results.json``,
     ``results.md`` and ``report.html`` and returns the results.
@@ -556,7 +555,10 @@ def run_study(
     arm is done; until then it returns ``{"evaluated": [...], "waiting": [...]}``.
 
     ``only_arms`` (with ``train_only``) trains just these arms, whose parents must be trained: two
-    arms with the same parent (fixed-SFT and HSA-SFT) can then train at once, one process each."""
+    arms with the same parent (fixed-SFT and HSA-SFT) can then train at once, one process each.
+
+    ``train_jobs`` above 1 trains up to that many arms whose parent is trained at once, each in a
+    process of its own (:mod:`~harnessctl.experiment.side_by_side`)."""
     if train_only and eval_only:
         raise StudyError("--train-only and --eval-only exclude each other; pass one of them, or neither")
     if only_arms and not train_only:
@@ -591,13 +593,7 @@ def run_study(
         data = built
         _write_json(root / "data" / "study-data.json", data)
     if train_only:
-        names = []
-        for arm in arms:
-            if arm not in pending or arm not in chosen or trained(root, arm):
-                continue
-            (root / "arms" / arm.name).mkdir(parents=True, exist_ok=True)
-            train_arm(plan, arm, root, say, progress)
-            names.append(arm.name)
+        names = train_arms(plan, [a for a in chosen if a in pending], root, say, progress, train_jobs)
         return {"id": root.name, "trained": names, "evaluated": False}
     if eval_only:
         records, evaluated, waiting = [], [], []
@@ -612,10 +608,39 @@ def run_study(
         if waiting:
             return {"id": root.name, "evaluated": evaluated, "waiting": waiting}
     else:
-        records = [run_arm(plan, arm, root, say, progress) for arm in arms]
+        records = []
+        for arm in arms:
+            if arm in pending and not trained(root, arm):  # with its untrained siblings, side by side
+                siblings = [a for a in pending if a.parent == arm.parent and not trained(root, a)]
+                train_arms(plan, siblings[: max(1, train_jobs)], root, say, progress, train_jobs)
+            records.append(run_arm(plan, arm, root, say, progress))
     results = collect(plan, root, records, data, command=command, wall_s=time.perf_counter() - wall)
     write_outputs(root, results)
     return results
+
+
+def train_arms(plan: StudyPlan, arms: list[Arm], root: Path, say: Say, progress: bool, jobs: int = 1) -> list[str]:
+    """Train every arm of ``arms`` not trained yet, parents first; returns their names. With
+    ``jobs`` above 1, arms whose parents are trained train up to ``jobs`` at once, side by side."""
+    from harnessctl.experiment.side_by_side import train_side_by_side
+
+    names: list[str] = []
+    todo = [a for a in arms if not trained(root, a)]
+    while todo:
+        ready = [a for a in todo if not a.parent or trained(root, ARMS[a.parent])]
+        if not ready:  # a parent outside ``arms`` is untrained: _chosen_arms refused that already
+            break
+        if jobs > 1 and len(ready) > 1:
+            names += train_side_by_side(plan, ready[:jobs], root, say, progress)
+        else:
+            (root / "arms" / ready[0].name).mkdir(parents=True, exist_ok=True)
+            train_arm(plan, ready[0], root, say, progress)
+            names.append(ready[0].name)
+        left = [a for a in todo if not trained(root, a)]
+        if len(left) == len(todo):  # nothing trained and nothing raised: never loop on it
+            raise StudyError(f"arm {left[0].name}: training ended without its model; see arms/{left[0].name}")
+        todo = left
+    return names
 
 
 def _chosen_arms(arms: list[Arm], names: list[str] | None, root: Path) -> list[Arm]:
