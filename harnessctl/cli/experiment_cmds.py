@@ -66,14 +66,14 @@ def hat(
         ),
     ] = None,
     train_jobs: Annotated[
-        int | None,
+        int,
         typer.Option(
             "--train-jobs",
             min=1,
-            help="Arms with a trained parent (fixed-SFT, HSA-SFT) that train at once, one process each "
-            "[default: 2 on a CPU with two cores or more, 1 with a GPU].",
+            help="Arms with a trained parent (fixed-SFT, HSA-SFT) that train at once, one process each, "
+            "the cores shared out.",
         ),
-    ] = None,
+    ] = 1,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT.
 
@@ -102,7 +102,6 @@ def hat(
         except PlanError as e:
             raise CLIError(str(e)) from None
         from harnessctl.experiment.runner import run_study
-        from harnessctl.experiment.side_by_side import default_train_jobs
 
         command = (
             "harnessctl " + " ".join(shlex.quote(a) for a in _study_args(sys.argv[1:]))
@@ -119,7 +118,7 @@ def hat(
                 train_only=train_only,
                 eval_only=eval_only,
                 only_arms=arm,
-                train_jobs=train_jobs or default_train_jobs(),
+                train_jobs=train_jobs,
             )
         except (StudyError, PlanError) as e:
             raise CLIError(str(e)) from None

@@ -4,8 +4,9 @@ sizes of everything (data, steps per stage, evaluation), as one plain, recorded 
 Arms, in the order they run (a parent always runs first):
 
 - ``base`` — stage 0 from scratch (or ``base_model`` continued) on the general corpus; with a
-  ``copy`` stage in the plan (``--set copy.max_steps=2200``) it goes on in a second phase on copy
-  rows at a steady learning rate, until the model copies a fresh code from its context;
+  ``copy`` stage in the plan (the full preset's ``copy.max_steps=2500``; ``0`` turns it off) it
+  goes on in a second phase on copy rows at a steady learning rate, until the model copies a fresh
+  code from its context;
 - ``fixed-sft`` — base → SFT on trajectories under the shipped harness only;
 - ``hsa-sft`` — base → SFT on trajectories under augmented harnesses (same cases, same steps);
 - ``hsa-sft-opd`` — hsa-sft → general on-policy distillation to the base;
@@ -136,8 +137,16 @@ class StudyPlan:
             _check_stage_fields(stage, values)
 
     def copy_phase(self) -> bool:
-        """Whether stage 0 has its second phase on copy rows (the plan has a ``copy`` stage)."""
-        return "copy" in self.stage_overrides
+        """Whether stage 0 has its second phase on copy rows: the plan has a ``copy`` stage whose
+        ``max_steps`` is not 0 (``--set copy.max_steps=0`` turns the full preset's phase off).
+
+        >>> full_plan().copy_phase(), quick_plan().copy_phase()
+        (True, False)
+        >>> apply_overrides(full_plan(), ["copy.max_steps=0"]).copy_phase()
+        False
+        """
+        fields = self.stage_overrides.get("copy")
+        return fields is not None and str(fields.get("max_steps", "")).strip() != "0"
 
     def arms(self) -> list[Arm]:
         """The arms this plan runs, parents first."""
@@ -153,8 +162,10 @@ class StudyPlan:
 
 
 def full_plan(**kw: Any) -> StudyPlan:
-    """The full study: what the shipped checkpoints were trained with (training about 75 minutes
-    on 2 CPU cores with the tiny model, then the evaluation of five arms)."""
+    """The full study: what the shipped checkpoints were trained with. Stage 0 has a copy phase
+    of 2,500 steps (a base that copies a code from its context: without it no arm ever named the
+    product on screen); the quick preset's 100-step base is too short for copying to form, so it
+    has none."""
     kw.setdefault("eval_jobs", 8)
     return StudyPlan(
         preset="full",
@@ -165,6 +176,7 @@ def full_plan(**kw: Any) -> StudyPlan:
         ifeval_limit=0,
         stage_overrides={
             "base": {"max_steps": 300, "rows": 4800},
+            "copy": {"max_steps": 2500},
             "sft": {"max_steps": 600},
             "distill": {"max_steps": 60, "n_prompts": 240},
             "rl": {"max_steps": 20, "cases": 120},
@@ -299,19 +311,26 @@ def plan_options(plan: dict[str, Any]) -> list[str]:
         for name, value in sorted(fields.items()):
             if preset_fields.get(name) != value:
                 options += ["--set", f"{stage}.{name}={value}"]
+    if "copy" in (made.get("stage_overrides") or {}) and "copy" not in (wanted.get("stage_overrides") or {}):
+        options += ["--set", "copy.max_steps=0"]  # a study from before the preset had a copy phase
     return options
 
 
 def _normal(plan: dict[str, Any]) -> dict[str, Any]:
     """Stage values as text: ``--set sft.max_steps=600`` (a string, checked when the stage's config
-    is built) and a preset's ``600`` are the same plan."""
+    is built) and a preset's ``600`` are the same plan; a copy phase of 0 steps is no copy phase
+    (a study started before the full preset had one continues with ``--set copy.max_steps=0``).
+
+    >>> _normal({"stage_overrides": {"copy": {"max_steps": 0}, "sft": {"max_steps": 600}}})
+    {'stage_overrides': {'sft': {'max_steps': '600'}}}
+    """
     stages = plan.get("stage_overrides")
     if not isinstance(stages, dict):
         return plan
-    return {
-        **plan,
-        "stage_overrides": {
-            stage: {k: str(v) for k, v in fields.items()} if isinstance(fields, dict) else fields
-            for stage, fields in stages.items()
-        },
+    normal = {
+        stage: {k: str(v) for k, v in fields.items()} if isinstance(fields, dict) else fields
+        for stage, fields in stages.items()
     }
+    if isinstance(normal.get("copy"), dict) and normal["copy"].get("max_steps", "").strip() == "0":
+        del normal["copy"]
+    return {**plan, "stage_overrides": normal}

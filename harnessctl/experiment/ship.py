@@ -21,7 +21,7 @@ from typing import Any
 from harnessctl.models.base import ModelError
 from harnessctl.models.shipped import ShippedModel, check_name, install_model
 
-from .plan import PlanError, StudyPlan, full_plan, quick_plan
+from .plan import PlanError, StudyPlan, plan_options
 from .runner import ARM_FILE, PLAN_FILE, RESULTS_JSON, StudyError
 
 
@@ -39,29 +39,15 @@ def reproduce_command(plan: dict[str, Any], study_id: str) -> str:
     """The ``harnessctl experiment hat`` command that runs the study ``plan`` from scratch: its
     preset, id, seed and ablations, and a ``--set`` for every field that differs from the preset.
 
+    >>> from harnessctl.experiment.plan import full_plan, quick_plan
     >>> reproduce_command(quick_plan().to_dict(), "quick")
     'harnessctl experiment hat --quick --id quick'
     >>> reproduce_command({**full_plan().to_dict(), "eval_limit": 100}, "full")
     'harnessctl experiment hat --id full --set eval_limit=100'
     """
-    preset = quick_plan() if plan.get("preset") == "quick" else full_plan()
-    args = ["harnessctl", "experiment", "hat"] + (["--quick"] if preset.preset == "quick" else [])
-    args += ["--id", study_id]
-    if plan.get("seed", 0):
-        args += ["--seed", str(plan["seed"])]
-    if plan.get("ablations"):
-        args.append("--ablations")
-    base = preset.to_dict()
-    for key, value in plan.items():
-        if key in ("preset", "seed", "ablations", "stage_overrides") or key not in base:
-            continue
-        if str(value) != str(base[key]):
-            args += ["--set", f"{key}={value}"]
-    overrides, defaults = plan.get("stage_overrides") or {}, base["stage_overrides"]
-    for stage in sorted(overrides):
-        for name, value in overrides[stage].items():
-            if str(value) != str(defaults.get(stage, {}).get(name)):
-                args += ["--set", f"{stage}.{name}={value}"]
+    options = plan_options(plan)
+    quick = options[:1] == ["--quick"]
+    args = ["harnessctl", "experiment", "hat", *options[:1] * quick, "--id", study_id, *options[quick:]]
     return " ".join(shlex.quote(a) for a in args)
 
 

@@ -1,17 +1,21 @@
-"""Arms that train side by side: arms whose parent is trained (fixed-SFT and HSA-SFT both start
-from the base) train at once, each in a process of its own with its share of the CPU cores.
+"""Arms that train side by side (``experiment hat --train-jobs 2``): arms whose parent is trained
+(fixed-SFT and HSA-SFT both start from the base) train at once, each in a process of its own with
+its share of the CPU cores.
 
-Why: the tiny model's matrices are small, so one SFT run uses a second core poorly; two arms on
-one core each finish together in less time than the two one after the other on two cores (see
-``benchmarks/bench_side_by_side.py``). The result of an arm does not depend on it: each process trains
+What it buys depends on the machine: on two CPU cores torch already keeps both busy with one
+tiny-model SFT run, and ``benchmarks/bench_side_by_side.py`` measured the two arms side by side at
+0.97 of the time of one after the other (60 steps each) — so the default stays one arm at a time.
+On a machine with more cores than one small run can use, or when the two arms' runs should not
+share a process, it is there. The result of an arm does not depend on it: each process trains
 exactly what the arm's config says, into the arm's folder, and resumes from its checkpoints.
 
 Each process writes its trainer's lines to ``arms/<arm>/train.log``; the parent shows one bar per
 arm. Ctrl-C reaches the parent, which passes one interrupt to each process: every arm saves a
 checkpoint and the same command continues them.
 
->>> default_train_jobs(cuda=False, cores=2), default_train_jobs(cuda=True, cores=16)
-(2, 1)
+>>> from harnessctl.experiment.plan import ARMS
+>>> ARMS["fixed-sft"].parent == ARMS["hsa-sft"].parent == "base"
+True
 """
 
 from __future__ import annotations
@@ -31,21 +35,6 @@ from harnessctl.experiment.plan import ARMS, Arm, StudyPlan
 #: The trainer's lines of an arm trained in a process of its own.
 TRAIN_LOG = "train.log"
 _STEP = re.compile(r"step (\d+)/(\d+)")
-
-
-def default_train_jobs(*, cuda: bool | None = None, cores: int | None = None) -> int:
-    """How many arms train at once unless told: one on an accelerator (one run fills it), else
-    two when there are two cores or more.
-
-    >>> default_train_jobs(cuda=False, cores=1)
-    1
-    """
-    if cuda is None:
-        import torch
-
-        cuda = torch.cuda.is_available()
-    cores = cores if cores is not None else (os.cpu_count() or 1)
-    return 1 if cuda else max(1, min(2, cores))
 
 
 def train_side_by_side(
@@ -162,8 +151,9 @@ def last_step(log: Path) -> tuple[int, int] | None:
 def _train_in_process(plan: dict[str, Any], arm_name: str, root: str, threads: int, log: str, send: Any) -> None:
     """One arm's training in a process of its own: its output to ``log``, ``threads`` torch
     threads; sends back None, or ``(kind, message)`` for an interrupt or an error."""
-    os.setpgrp()  # a terminal's Ctrl-C reaches the parent only, which passes it on once
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    if hasattr(os, "setpgrp"):  # POSIX: a terminal's Ctrl-C reaches the parent only, which passes it on once
+        os.setpgrp()
+        threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)

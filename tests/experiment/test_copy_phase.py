@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, quick_plan
+from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, full_plan, quick_plan
 from harnessctl.experiment.runner import GENERAL_DIR, StudyError, copy_phase_config, stage_config, train_arm
 
 
@@ -30,6 +30,9 @@ def small_plan(base_model: str, *extra: str):
 def test_the_copy_phase_is_set_like_a_stage_and_a_wrong_field_or_value_is_named(tmp_path):
     plan = apply_overrides(quick_plan(), ["copy.max_steps=2200"])
     assert plan.copy_phase() and not quick_plan().copy_phase()
+    # the full preset has one (2,500 steps); 0 steps turns it off
+    assert full_plan().copy_phase() and copy_phase_config(full_plan(), tmp_path).max_steps == 2500
+    assert not apply_overrides(full_plan(), ["copy.max_steps=0"]).copy_phase()
     with pytest.raises(PlanError, match="copy.nope: unknown copy field"):
         apply_overrides(quick_plan(), ["copy.nope=1"])
     with pytest.raises(StudyError, match=r"arm base \(copy phase\): copy_share must be within"):
@@ -81,3 +84,21 @@ def test_a_base_with_a_copy_phase_trains_both_phases_records_them_as_one_and_con
     again = train_arm(plan, ARMS["base"], tmp_path, said.append, False)
     assert (base / GENERAL_DIR / "model.safetensors").stat().st_mtime_ns == first_phase
     assert [line for line in said if "train base" in line] == [] and again["steps"] == 3
+
+
+def test_a_study_started_before_the_preset_had_a_copy_phase_continues_with_copy_steps_0(tmp_path):
+    from harnessctl.experiment.plan import full_plan, plan_options
+    from harnessctl.experiment.runner import StudyError as Refused
+    from harnessctl.experiment.runner import open_study
+    from harnessctl.experiment.ship import reproduce_command
+
+    before = full_plan().to_dict()
+    del before["stage_overrides"]["copy"]  # plan.json as a study of the preset before it wrote it
+    root = tmp_path / "long"
+    root.mkdir()
+    (root / "plan.json").write_text(json.dumps(before))
+    with pytest.raises(Refused, match=r"continue it with the options it was started with \(--set copy.max_steps=0\)"):
+        open_study(full_plan(), root)
+    open_study(apply_overrides(full_plan(), ["copy.max_steps=0"]), root)
+    assert plan_options(before) == ["--set", "copy.max_steps=0"]
+    assert reproduce_command(before, "long") == "harnessctl experiment hat --id long --set copy.max_steps=0"

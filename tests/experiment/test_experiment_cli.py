@@ -104,7 +104,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     )
     assert orphan.returncode == 2 and "parent arm hsa-sft-opd is not trained yet" in orphan.stderr
     picked = subprocess.run(
-        [*cmd, "--train-only", "--arm", "hsa-sft", "--arm=fixed-sft"],
+        [*cmd, "--train-only", "--arm", "hsa-sft", "--arm=fixed-sft", "--train-jobs", "2"],
         check=False,
         cwd=REPO,
         env=env(),
@@ -114,6 +114,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     )
     assert picked.returncode == 0, picked.stderr[-3000:]
     assert "trained: fixed-sft, hsa-sft" in picked.stdout
+    assert "training fixed-sft and hsa-sft side by side" in picked.stderr  # --train-jobs 2: one process each
     assert not (out / "mini" / "arms" / "hsa-sft-opd" / "model").exists()
 
     # --train-only trains every arm left and evaluates none of them
