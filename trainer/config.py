@@ -223,6 +223,13 @@ class DistillStageConfig(TrainConfig):
     teacher: str = field(default="", metadata={"help": "Teacher checkpoint: the base model before domain training."})
     prompts: str = field(default="", metadata={"help": "JSONL of general prompts; empty: the project's own."})
     n_prompts: int = field(default=500, metadata={"help": "Prompts drawn from the set."})
+    prompt_turn: str = field(
+        default="first",
+        metadata={
+            "help": "Where a --prompts row's messages are cut: first (before the first answer) or any (before "
+            "an answer drawn per row: every step of an agent trajectory)."
+        },
+    )
     beta: float = field(default=1.0, metadata={"help": "0 forward KL, 0.5 JSD, 1 reverse KL (on-policy default)."})
     max_completion_length: int = field(default=96, metadata={"help": "Tokens the student samples per prompt."})
     temperature: float = field(default=1.0, metadata={"help": "Student sampling temperature."})
@@ -241,6 +248,8 @@ class DistillStageConfig(TrainConfig):
             raise ConfigError("max_completion_length and n_prompts must be at least 1")
         if self.temperature <= 0:
             raise ConfigError(f"temperature must be positive for on-policy sampling, got {self.temperature}")
+        if self.prompt_turn not in ("first", "any"):
+            raise ConfigError(f"prompt_turn must be first or any, got {self.prompt_turn!r}")
 
 
 #: Reward weights per scorer component (one TRL reward function each), before the think penalty.

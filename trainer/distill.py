@@ -15,6 +15,7 @@ domain (livestream) scores are reported before and after (``eval_suites``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +34,36 @@ from trainer.common import (
     training_arguments,
 )
 from trainer.config import DistillStageConfig
+from trainer.data import check_row
 
 
-def read_prompts(path: str | Path, n: int) -> list[list[dict[str, str]]]:
-    """Up to ``n`` conversational prompts from a JSONL file (``prompt`` text, or ``messages`` cut
-    before the first assistant turn)."""
+@dataclass
+class DistillPrompt:
+    """One prompt the student answers: chat ``messages`` up to the answer, and the ``tools`` their
+    row listed (an agent trajectory's), if any."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+
+
+def read_prompts(path: str | Path, n: int, *, turn: str = "first", seed: int = 0) -> list[DistillPrompt]:
+    """Up to ``n`` prompts from a JSONL file: ``prompt`` text, or ``messages`` cut before an
+    assistant turn — the first (``turn="first"``), or one drawn per row (``turn="any"``, seeded), so
+    that an agent trajectory (an SFT row, with its ``tools``) gives prompts at every step of an
+    episode, after tool results too.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "p.jsonl"
+    >>> row = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    >>> _ = p.write_text(json.dumps(row) + chr(10))
+    >>> read_prompts(p, 5)[0].messages
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    import random
+
     p = Path(path)
     if not p.is_file():
         raise TrainError(f'--prompts {path}: no such file; pass a JSONL file of {{"prompt": ...}} lines')
+    rng = random.Random(seed)
     out = []
     for number, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -50,16 +73,11 @@ def read_prompts(path: str | Path, n: int) -> list[list[dict[str, str]]]:
         except json.JSONDecodeError as e:
             raise TrainError(f"{p}:{number}: not valid JSON ({e.msg})") from None
         if isinstance(row, dict) and isinstance(row.get("prompt"), str) and row["prompt"].strip():
-            out.append([{"role": "user", "content": row["prompt"]}])
+            out.append(DistillPrompt([{"role": "user", "content": row["prompt"]}]))
         elif isinstance(row, dict) and isinstance(row.get("messages"), list) and row["messages"]:
-            turns = []
-            for m in row["messages"]:
-                if not isinstance(m, dict) or m.get("role") == "assistant":
-                    break
-                turns.append({"role": str(m.get("role")), "content": str(m.get("content") or "")})
-            if not turns or turns[-1]["role"] != "user":
-                raise TrainError(f"{p}:{number}: 'messages' must start with user (or system) turns before the answer")
-            out.append(turns)
+            if "tools" in row:  # an agent trajectory, as SFT reads it (tools as a list or as JSON text)
+                row = check_row(row, f"{p}:{number}")
+            out.append(DistillPrompt(_cut(row["messages"], turn, rng, f"{p}:{number}"), row.get("tools") or None))
         else:
             raise TrainError(f"{p}:{number}: no 'prompt' (text) or 'messages' (chat) column")
         if len(out) >= n:
@@ -67,6 +85,40 @@ def read_prompts(path: str | Path, n: int) -> list[list[dict[str, str]]]:
     if not out:
         raise TrainError(f"{p}: no prompts")
     return out
+
+
+def _cut(messages: list[Any], turn: str, rng: Any, where: str) -> list[dict[str, Any]]:
+    """``messages`` before the first assistant turn, or before one drawn at random."""
+    if not all(isinstance(m, dict) for m in messages):
+        raise TrainError(f"{where}: every item of 'messages' must be an object with a role")
+    answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    if not answers:
+        cut = len(messages)
+    else:
+        cut = answers[0] if turn == "first" else rng.choice(answers)
+    turns = [dict(m) for m in messages[:cut]]
+    if turn == "first":
+        turns = [{"role": str(m.get("role")), "content": str(m.get("content") or "")} for m in turns]
+    if not turns or turns[-1].get("role") not in ("user", "tool"):
+        raise TrainError(f"{where}: 'messages' must start with user (or system) turns before the answer")
+    return turns
+
+
+def prompt_rows(prompts: list[DistillPrompt], tokenizer: Any) -> list[dict[str, Any]]:
+    """The trainer's dataset rows: chat prompts as they are, or, when a prompt carries tools or
+    earlier answers (an agent trajectory's step), every prompt rendered to text by the chat
+    template with its own tools — the trainer takes one tool list for all prompts, an agent's
+    listing changes per row (HSA variants)."""
+    if not any(p.tools or any(m.get("role") == "assistant" for m in p.messages) for p in prompts):
+        return [{"prompt": p.messages} for p in prompts]
+    return [
+        {
+            "prompt": tokenizer.apply_chat_template(
+                p.messages, tools=p.tools or None, add_generation_prompt=True, tokenize=False
+            )
+        }
+        for p in prompts
+    ]
 
 
 def check_same_vocabulary(student: Any, teacher: Any, teacher_path: str) -> None:
@@ -103,11 +155,13 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
     teacher, teacher_tokenizer = load_model(cfg.teacher, cfg, what="--teacher")
     check_same_vocabulary(tokenizer, teacher_tokenizer, cfg.teacher)
     if cfg.prompts:
-        prompts = read_prompts(cfg.prompts, cfg.n_prompts)
+        prompts = read_prompts(cfg.prompts, cfg.n_prompts, turn=cfg.prompt_turn, seed=cfg.seed)
         data_hash = file_hash(cfg.prompts)
     else:
-        prompts = [[{"role": "user", "content": p}] for p in general_prompts(cfg.n_prompts, seed=cfg.seed)]
-        data_hash = text_hash(json.dumps(prompts))
+        prompts = [
+            DistillPrompt([{"role": "user", "content": p}]) for p in general_prompts(cfg.n_prompts, seed=cfg.seed)
+        ]
+        data_hash = text_hash(json.dumps([p.messages for p in prompts]))
     before = {}
     if cfg.eval_suites and resume_from is None:
         before = evaluate(cfg.model, cfg, runs_dir=Path(cfg.out) / "eval-runs-before")
@@ -122,7 +176,7 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         model=model,
         teacher_model=teacher,
         args=args,
-        train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
+        train_dataset=Dataset.from_list(prompt_rows(prompts, tokenizer)),
         processing_class=tokenizer,
         peft_config=peft_config(cfg),
     )

@@ -186,6 +186,51 @@ def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_anot
         train_distill(load_config("distill", "tiny-cpu", {**base, "teacher": str(other), "out": str(tmp_path / "e")}))
 
 
+def test_distill_on_agent_trajectories_prompts_every_step_with_its_own_tools(sft_run, trajectories_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from trainer.config import load_config
+    from trainer.distill import prompt_rows, read_prompts, train_distill
+
+    cfg, sft = sft_run
+    rows = trajectories_dir / "train.jsonl"
+    prompts = read_prompts(rows, 30, turn="any", seed=1)
+    assert all(p.tools and p.messages[-1]["role"] in ("user", "tool") for p in prompts)
+    assert any(m["role"] == "assistant" for p in prompts for m in p.messages)  # later steps, after tool results
+    assert read_prompts(rows, 30, turn="any", seed=1) == prompts  # seeded
+    first = read_prompts(rows, 30)
+    assert all(p.messages[-1]["role"] == "user" for p in first) and all(p.tools for p in first)
+    # each prompt rendered with the tools of its own row: the listings differ between variants
+    text = prompt_rows(prompts, AutoTokenizer.from_pretrained(sft.out))
+    names = {p.tools[0]["function"]["name"] for p in prompts}
+    assert all(isinstance(r["prompt"], str) and r["prompt"].rstrip().endswith("assistant") for r in text)
+    assert all(any(name in r["prompt"] for name in names) for r in text)
+
+    # the SFT model distilled toward itself on its own trajectories' steps
+    result = train_distill(
+        load_config(
+            "distill",
+            "tiny-cpu",
+            {
+                "model": sft.out,
+                "teacher": sft.out,
+                "prompts": str(rows),
+                "prompt_turn": "any",
+                "n_prompts": 8,
+                "max_steps": 1,
+                "per_device_batch_size": 4,
+                "max_completion_length": 8,
+                "eval_suites": "",
+                "out": str(tmp_path / "anchored"),
+            },
+        ),
+        progress=False,
+    )
+    assert result.steps == 1 and result.extra["prompts"] == 8
+    with pytest.raises(Exception, match="prompt_turn must be first or any"):
+        load_config("distill", "tiny-cpu", {"prompt_turn": "last"})
+
+
 def test_lora_trains_adapters_and_saves_them_merged_into_a_plain_checkpoint(
     tiny_model_path, trajectories_dir, tmp_path
 ):
