@@ -59,22 +59,29 @@ ABLATION_ARMS = (
 )
 ARMS = {a.name: a for a in MAIN_ARMS + ABLATION_ARMS}
 SUITES = ("livestream", "variant", "robustness", "ifeval")
-#: Stages a plan sizes: the trainer's four, and ``copy``, stage 0's optional second phase (stage 0
-#: fields, applied over ``base``'s).
-STAGES = ("base", "copy", "sft", "distill", "rl")
+#: Stages a plan sizes: the trainer's four; ``copy``, stage 0's optional second phase (stage 0
+#: fields, applied over ``base``'s); and ``anchor``, the OPD arm's optional second phase (distill
+#: fields, applied over ``distill``'s).
+STAGES = ("base", "copy", "sft", "distill", "anchor", "rl")
+#: The second phase of each stage that has one, by the plan stage that sizes it.
+PHASES = {"copy": "base", "anchor": "distill"}
 #: The copy phase's settings unless the plan sets them: half copy rows at a steady learning rate
 #: (copying forms in a phase change that a decayed cosine schedule or diluted rows stop short of),
 #: and the copy probe on 60 prompts per kind.
 COPY_PHASE_DEFAULTS = {"copy_share": 0.5, "lr_scheduler_type": "constant_with_warmup", "copy_probe": 60}
+#: The anchor phase's settings unless the plan sets them: after OPD to the base on general prompts,
+#: 20 steps of distillation back toward the SFT parent on prompts cut at every step of the parent's
+#: own trajectories (OPD alone stopped the product lookups; these 20 steps brought them back).
+ANCHOR_PHASE_DEFAULTS = {"max_steps": 20, "n_prompts": 240, "prompt_turn": "any"}
 
 
 def config_stage(stage: str) -> str:
     """The trainer stage whose config fields a plan stage takes (``copy`` is stage 0's).
 
-    >>> config_stage("copy"), config_stage("sft")
-    ('base', 'sft')
+    >>> config_stage("copy"), config_stage("anchor"), config_stage("sft")
+    ('base', 'distill', 'sft')
     """
-    return "base" if stage == "copy" else stage
+    return PHASES.get(stage, stage)
 
 
 @dataclass
@@ -145,7 +152,19 @@ class StudyPlan:
         >>> apply_overrides(full_plan(), ["copy.max_steps=0"]).copy_phase()
         False
         """
-        fields = self.stage_overrides.get("copy")
+        return self._phase("copy")
+
+    def anchor_phase(self) -> bool:
+        """Whether the OPD arm has its second phase, back toward its SFT parent on the agent's own
+        steps: the plan has an ``anchor`` stage whose ``max_steps`` is not 0.
+
+        >>> full_plan().anchor_phase(), apply_overrides(full_plan(), ["anchor.max_steps=20"]).anchor_phase()
+        (False, True)
+        """
+        return self._phase("anchor")
+
+    def _phase(self, stage: str) -> bool:
+        fields = self.stage_overrides.get(stage)
         return fields is not None and str(fields.get("max_steps", "")).strip() != "0"
 
     def arms(self) -> list[Arm]:
@@ -331,6 +350,7 @@ def _normal(plan: dict[str, Any]) -> dict[str, Any]:
         stage: {k: str(v) for k, v in fields.items()} if isinstance(fields, dict) else fields
         for stage, fields in stages.items()
     }
-    if isinstance(normal.get("copy"), dict) and normal["copy"].get("max_steps", "").strip() == "0":
-        del normal["copy"]
+    for phase in PHASES:
+        if isinstance(normal.get(phase), dict) and normal[phase].get("max_steps", "").strip() == "0":
+            del normal[phase]
     return {**plan, "stage_overrides": normal}

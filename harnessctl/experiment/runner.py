@@ -32,11 +32,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .plan import ARMS, COPY_PHASE_DEFAULTS, SUITES, Arm, PlanError, StudyPlan, plan_differences, plan_options
+from .plan import (
+    ANCHOR_PHASE_DEFAULTS,
+    ARMS,
+    COPY_PHASE_DEFAULTS,
+    SUITES,
+    Arm,
+    PlanError,
+    StudyPlan,
+    plan_differences,
+    plan_options,
+)
 from .results import arm_metrics, judge_goals, markdown_table
 
 PLAN_FILE, ARM_FILE, TRAIN_FILE = "plan.json", "arm.json", "train.json"
-#: Stage 0's first phase, when the plan has a copy phase: its model folder and its train.json.
+#: The first phase of an arm trained in two (stage 0 with a copy phase, OPD with an anchor phase):
+#: its model folder and its train.json.
 GENERAL_DIR, GENERAL_FILE = "general", "general.json"
 RESULTS_JSON, RESULTS_MD, REPORT_HTML = "results.json", "results.md", "report.html"
 RESULTS_VERSION = 1
@@ -197,6 +208,33 @@ def copy_phase_config(plan: StudyPlan, root: Path) -> Any:
     return _curve_points(cfg, copy_fields)
 
 
+def anchor_phase_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
+    """The trainer config of the OPD arm's second phase: ``distill``'s fields but its size, then
+    :data:`ANCHOR_PHASE_DEFAULTS`, then the plan's ``anchor`` fields; it continues the first
+    phase's model into the arm's ``model`` folder with the SFT parent as teacher, on prompts cut at
+    every step of the parent's own trajectories."""
+    from trainer.config import ConfigError, load_config
+
+    arm_dir, parent = root / "arms" / arm.name, ARMS[str(arm.parent)]
+    anchor_fields = plan.stage_overrides.get("anchor", {})
+    distill_fields = {
+        k: v for k, v in plan.stage_overrides.get("distill", {}).items() if k not in ("max_steps", "n_prompts")
+    }
+    wiring = {
+        **_wiring(plan, arm_dir / "model"),
+        "model": str(arm_dir / GENERAL_DIR),
+        "teacher": str(root / "arms" / parent.name / "model"),
+        "prompts": str(root / "data" / str(parent.data) / "train.jsonl"),
+    }
+    try:
+        cfg = load_config(
+            "distill", plan.train_config, {**distill_fields, **ANCHOR_PHASE_DEFAULTS, **anchor_fields, **wiring}
+        )
+    except ConfigError as e:
+        raise StudyError(f"arm {arm.name} (anchor phase): {e}") from None
+    return _curve_points(cfg, anchor_fields)
+
+
 def trained(root: Path, arm: Arm) -> bool:
     """Whether ``arm``'s training has finished (its summary and its final model are written)."""
     from trainer.common import MANIFEST
@@ -208,28 +246,47 @@ def trained(root: Path, arm: Arm) -> bool:
 def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
     """Train ``arm`` (or continue it from its last checkpoint); returns ``train.json``'s content.
     With a copy phase, stage 0 trains its first phase into ``arms/base/general`` and goes on from
-    there into ``arms/base/model``; a stopped study continues the phase it was in."""
+    there into ``arms/base/model``; with an anchor phase, so does the OPD arm. A stopped study
+    continues the phase it was in."""
     arm_dir = root / "arms" / arm.name
     record = _read_json(arm_dir / TRAIN_FILE)
     if record and trained(root, arm):
         return record
     cfg = stage_config(plan, arm, root)
     source = arm.parent or plan.base_model or "scratch"
+    what = f"train {arm.stage} from {source}"
     if arm.stage == "base" and plan.copy_phase():
-        from trainer.common import MANIFEST
-
-        general = _read_json(arm_dir / GENERAL_FILE)
-        if not (general and (arm_dir / GENERAL_DIR / MANIFEST).is_file()):
-            cfg.out, cfg.copy_probe = str(arm_dir / GENERAL_DIR), 0
-            general = _train_phase(arm, cfg, f"train base from {source}", say, progress)
-            _write_json(arm_dir / GENERAL_FILE, general)
-        copy_cfg = copy_phase_config(plan, root)
-        copied = _train_phase(arm, copy_cfg, "copy phase: continue base on copy rows", say, progress)
-        record = _join_phases(general, copied)
+        cfg.copy_probe = 0  # the probe measures the model the arm ends with
+        second = ("copy", "copy phase: continue base on copy rows", lambda: copy_phase_config(plan, root))
+        record = _train_two_phases(arm, cfg, what, second, arm_dir, say, progress)
+    elif arm.stage == "distill" and plan.anchor_phase():
+        second = (
+            "anchor",
+            f"anchor phase: distill back toward {arm.parent} on its trajectories' steps",
+            lambda: anchor_phase_config(plan, arm, root),
+        )
+        record = _train_two_phases(arm, cfg, what, second, arm_dir, say, progress)
     else:
-        record = _train_phase(arm, cfg, f"train {arm.stage} from {source}", say, progress)
+        record = _train_phase(arm, cfg, what, say, progress)
     _write_json(arm_dir / TRAIN_FILE, record)
     return record
+
+
+def _train_two_phases(
+    arm: Arm, cfg: Any, what: str, second: tuple[str, str, Callable[[], Any]], arm_dir: Path, say: Say, progress: bool
+) -> dict[str, Any]:
+    """The arm's stage as planned into ``arms/<arm>/general``, then its second phase (``second``:
+    name, what it does, its config) from there into ``arms/<arm>/model``; one record of both. A
+    finished first phase is never trained again."""
+    from trainer.common import MANIFEST
+
+    name, second_what, second_config = second
+    first = _read_json(arm_dir / GENERAL_FILE)
+    if not (first and (arm_dir / GENERAL_DIR / MANIFEST).is_file()):
+        cfg.out = str(arm_dir / GENERAL_DIR)
+        first = _train_phase(arm, cfg, what, say, progress)
+        _write_json(arm_dir / GENERAL_FILE, first)
+    return _join_phases(first, _train_phase(arm, second_config(), second_what, say, progress), name)
 
 
 def _train_phase(arm: Arm, cfg: Any, what: str, say: Say, progress: bool) -> dict[str, Any]:
@@ -254,9 +311,10 @@ def _train_phase(arm: Arm, cfg: Any, what: str, say: Say, progress: bool) -> dic
     return {k: v for k, v in result.to_dict().items() if k != "eval"}
 
 
-def _join_phases(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """One record for stage 0 trained in two phases: the second's model and probe, steps,
-    seconds and tokens summed, one learning curve with the second phase's steps after the first's.
+def _join_phases(first: dict[str, Any], second: dict[str, Any], name: str = "copy") -> dict[str, Any]:
+    """One record for a stage trained in two phases (the second called ``name``): the second's
+    model and probe, steps, seconds and tokens summed, one learning curve with the second phase's
+    steps after the first's.
 
     >>> _join_phases({"steps": 2, "seconds": 1.0, "log": [{"step": 2, "loss": 3.0}]},
     ...              {"steps": 1, "seconds": 2.0, "log": [{"step": 1, "loss": 1.0}]})["log"]
@@ -267,8 +325,8 @@ def _join_phases(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any
         {**row, "step": row["step"] + offset} if "step" in row else row for row in second.get("log", [])
     ]
     phases = [
-        {"phase": name, "steps": r.get("steps", 0), "seconds": _train_seconds(r), "out": r.get("out")}
-        for name, r in (("general", first), ("copy", second))
+        {"phase": phase, "steps": r.get("steps", 0), "seconds": _train_seconds(r), "out": r.get("out")}
+        for phase, r in (("general", first), (name, second))
     ]
     return {
         **second,
@@ -581,6 +639,10 @@ def run_study(
         stage_config(plan, arm, root)
     if plan.copy_phase():
         copy_phase_config(plan, root)
+    if plan.anchor_phase():
+        for arm in arms:
+            if arm.stage == "distill":
+                anchor_phase_config(plan, arm, root)
     chosen = _chosen_arms(arms, only_arms, root)
     root = open_study(plan, root)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]

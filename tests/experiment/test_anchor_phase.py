@@ -1,0 +1,78 @@
+"""The OPD arm's anchor phase: with an ``anchor`` stage in the plan, the arm distills to the base
+on general prompts, then goes on from that model back toward its SFT parent on prompts cut at
+every step of the parent's own trajectories; HAT starts from the second phase's model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, full_plan, quick_plan
+from harnessctl.experiment.runner import GENERAL_DIR, StudyError, anchor_phase_config, run_study, stage_config
+
+
+def test_the_anchor_phase_is_off_unless_asked_and_its_fields_are_checked(tmp_path):
+    assert not full_plan().anchor_phase() and not quick_plan().anchor_phase()
+    assert apply_overrides(full_plan(), ["anchor.max_steps=20"]).anchor_phase()
+    assert not apply_overrides(full_plan(), ["anchor.max_steps=0"]).anchor_phase()
+    with pytest.raises(PlanError, match="anchor.nope: unknown anchor field"):
+        apply_overrides(full_plan(), ["anchor.nope=1"])
+    with pytest.raises(StudyError, match=r"arm hsa-sft-opd \(anchor phase\): prompt_turn must be"):
+        anchor_phase_config(apply_overrides(full_plan(), ["anchor.prompt_turn=last"]), ARMS["hsa-sft-opd"], tmp_path)
+
+
+def test_the_anchor_phase_distills_back_toward_the_sft_parent_on_its_own_trajectories(tmp_path):
+    plan = apply_overrides(full_plan(), ["anchor.max_steps=20", "distill.learning_rate=3e-5"])
+    cfg = anchor_phase_config(plan, ARMS["hsa-sft-opd"], tmp_path)
+    arm = tmp_path / "arms" / "hsa-sft-opd"
+    assert (cfg.model, cfg.out) == (str(arm / GENERAL_DIR), str(arm / "model"))
+    assert cfg.teacher == str(tmp_path / "arms" / "hsa-sft" / "model")
+    assert cfg.prompts == str(tmp_path / "data" / "hsa" / "train.jsonl") and cfg.prompt_turn == "any"
+    assert (cfg.max_steps, cfg.n_prompts) == (20, 240)  # its own size, not the first phase's
+    assert cfg.learning_rate == 3e-5  # distill's other fields carry over
+    # the first phase distills to the base as before; HAT starts from the second phase's model
+    assert stage_config(plan, ARMS["hsa-sft-opd"], tmp_path).teacher == str(tmp_path / "arms" / "base" / "model")
+    assert stage_config(plan, ARMS["hat"], tmp_path).model == cfg.out
+
+
+def test_the_opd_arm_trains_both_phases_and_records_them_as_one(tiny_model_path, tmp_path):
+    plan = apply_overrides(
+        quick_plan(),
+        [
+            f"base_model={tiny_model_path}",
+            "data_n=6",
+            "data_variants=2",
+            "base.max_steps=1",
+            "base.rows=24",
+            "base.per_device_batch_size=2",
+            "base.copy_probe=0",
+            "sft.max_steps=1",
+            "sft.per_device_batch_size=2",
+            "distill.max_steps=1",
+            "distill.n_prompts=4",
+            "distill.per_device_batch_size=2",
+            "distill.max_completion_length=8",
+            "anchor.max_steps=2",
+            "anchor.n_prompts=4",
+        ],
+    )
+    said: list[str] = []
+    done = run_study(
+        plan,
+        tmp_path / "s",
+        say=said.append,
+        progress=False,
+        train_only=True,
+        only_arms=["base", "hsa-sft", "hsa-sft-opd"],
+    )
+    assert done["trained"] == ["base", "hsa-sft", "hsa-sft-opd"]
+    arm = tmp_path / "s" / "arms" / "hsa-sft-opd"
+    first = json.loads((arm / GENERAL_DIR / "train.json").read_text())
+    second = json.loads((arm / "model" / "train.json").read_text())
+    assert first["teacher"] == str(tmp_path / "s" / "arms" / "base" / "model")
+    assert second["teacher"] == str(tmp_path / "s" / "arms" / "hsa-sft" / "model")
+    assert second["parent"] == str(arm / GENERAL_DIR) and second["data"].endswith("data/hsa/train.jsonl")
+    record = json.loads((arm / "train.json").read_text())
+    assert record["steps"] == 3 and [p["phase"] for p in record["phases"]] == ["general", "anchor"]
+    assert any("anchor phase" in line for line in said)
