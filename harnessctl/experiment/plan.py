@@ -158,8 +158,8 @@ class StudyPlan:
         """Whether the OPD arm has its second phase, back toward its SFT parent on the agent's own
         steps: the plan has an ``anchor`` stage whose ``max_steps`` is not 0.
 
-        >>> full_plan().anchor_phase(), apply_overrides(full_plan(), ["anchor.max_steps=20"]).anchor_phase()
-        (False, True)
+        >>> full_plan().anchor_phase(), quick_plan().anchor_phase()
+        (True, False)
         """
         return self._phase("anchor")
 
@@ -184,7 +184,8 @@ def full_plan(**kw: Any) -> StudyPlan:
     """The full study: what the shipped checkpoints were trained with. Stage 0 has a copy phase
     of 2,500 steps (a base that copies a code from its context: without it no arm ever named the
     product on screen); the quick preset's 100-step base is too short for copying to form, so it
-    has none."""
+    has none. OPD has an anchor phase of 20 steps back toward its SFT parent (OPD alone stopped
+    the agent's product lookups)."""
     kw.setdefault("eval_jobs", 8)
     return StudyPlan(
         preset="full",
@@ -198,6 +199,7 @@ def full_plan(**kw: Any) -> StudyPlan:
             "copy": {"max_steps": 2500},
             "sft": {"max_steps": 600},
             "distill": {"max_steps": 60, "n_prompts": 240},
+            "anchor": {"max_steps": 20},
             "rl": {"max_steps": 20, "cases": 120},
         },
         **kw,

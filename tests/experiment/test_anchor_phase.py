@@ -12,9 +12,9 @@ from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, full_pl
 from harnessctl.experiment.runner import GENERAL_DIR, StudyError, anchor_phase_config, run_study, stage_config
 
 
-def test_the_anchor_phase_is_off_unless_asked_and_its_fields_are_checked(tmp_path):
-    assert not full_plan().anchor_phase() and not quick_plan().anchor_phase()
-    assert apply_overrides(full_plan(), ["anchor.max_steps=20"]).anchor_phase()
+def test_the_anchor_phase_is_the_full_presets_and_its_fields_are_checked(tmp_path):
+    assert full_plan().anchor_phase() and not quick_plan().anchor_phase()  # the full preset's: 20 steps
+    assert apply_overrides(quick_plan(), ["anchor.max_steps=20"]).anchor_phase()
     assert not apply_overrides(full_plan(), ["anchor.max_steps=0"]).anchor_phase()
     with pytest.raises(PlanError, match="anchor.nope: unknown anchor field"):
         apply_overrides(full_plan(), ["anchor.nope=1"])
@@ -23,7 +23,7 @@ def test_the_anchor_phase_is_off_unless_asked_and_its_fields_are_checked(tmp_pat
 
 
 def test_the_anchor_phase_distills_back_toward_the_sft_parent_on_its_own_trajectories(tmp_path):
-    plan = apply_overrides(full_plan(), ["anchor.max_steps=20", "distill.learning_rate=3e-5"])
+    plan = apply_overrides(full_plan(), ["distill.learning_rate=3e-5"])
     cfg = anchor_phase_config(plan, ARMS["hsa-sft-opd"], tmp_path)
     arm = tmp_path / "arms" / "hsa-sft-opd"
     assert (cfg.model, cfg.out) == (str(arm / GENERAL_DIR), str(arm / "model"))
