@@ -332,15 +332,17 @@ def plan_options(plan: dict[str, Any]) -> list[str]:
         for name, value in sorted(fields.items()):
             if preset_fields.get(name) != value:
                 options += ["--set", f"{stage}.{name}={value}"]
-    if "copy" in (made.get("stage_overrides") or {}) and "copy" not in (wanted.get("stage_overrides") or {}):
-        options += ["--set", "copy.max_steps=0"]  # a study from before the preset had a copy phase
+    for phase in PHASES:  # a phase the preset has and the plan lacks: a study from before the preset had it
+        if phase in (made.get("stage_overrides") or {}) and phase not in (wanted.get("stage_overrides") or {}):
+            options += ["--set", f"{phase}.max_steps=0"]
     return options
 
 
 def _normal(plan: dict[str, Any]) -> dict[str, Any]:
     """Stage values as text: ``--set sft.max_steps=600`` (a string, checked when the stage's config
-    is built) and a preset's ``600`` are the same plan; a copy phase of 0 steps is no copy phase
-    (a study started before the full preset had one continues with ``--set copy.max_steps=0``).
+    is built) and a preset's ``600`` are the same plan; a second phase (copy, anchor) of 0 steps is
+    no such phase (a study started before the full preset had one continues with
+    ``--set copy.max_steps=0`` or ``--set anchor.max_steps=0``).
 
     >>> _normal({"stage_overrides": {"copy": {"max_steps": 0}, "sft": {"max_steps": 600}}})
     {'stage_overrides': {'sft': {'max_steps': '600'}}}

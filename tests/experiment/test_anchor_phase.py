@@ -76,3 +76,13 @@ def test_the_opd_arm_trains_both_phases_and_records_them_as_one(tiny_model_path,
     record = json.loads((arm / "train.json").read_text())
     assert record["steps"] == 3 and [p["phase"] for p in record["phases"]] == ["general", "anchor"]
     assert any("anchor phase" in line for line in said)
+
+
+def test_a_study_started_before_the_preset_had_an_anchor_phase_continues_with_anchor_steps_0():
+    from harnessctl.experiment.plan import plan_options
+    from harnessctl.experiment.ship import reproduce_command
+
+    before = full_plan().to_dict()
+    del before["stage_overrides"]["anchor"]  # plan.json of a study from before the anchor phase
+    assert plan_options(before) == ["--set", "anchor.max_steps=0"]
+    assert reproduce_command(before, "copyphase") == "harnessctl experiment hat --id copyphase --set anchor.max_steps=0"
