@@ -46,8 +46,8 @@ def reproduce_command(plan: dict[str, Any], study_id: str) -> str:
     'harnessctl experiment hat --id full --set eval_limit=100'
     """
     options = plan_options(plan)
-    quick = options[:1] == ["--quick"]
-    args = ["harnessctl", "experiment", "hat", *options[:1] * quick, "--id", study_id, *options[quick:]]
+    preset = ["--quick"] if options[:1] == ["--quick"] else []  # the preset first, then the id
+    args = ["harnessctl", "experiment", "hat", *preset, "--id", study_id, *options[len(preset) :]]
     return " ".join(shlex.quote(a) for a in args)
 
 

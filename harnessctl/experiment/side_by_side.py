@@ -91,7 +91,7 @@ def train_side_by_side(
         ended = ("error", f"arm {arm.name}: its process ended with code {process.exitcode} before reporting")
         outcome = receive.recv() if receive.poll() else ended
         outcomes.append((arm, outcome, log))
-    stopped = [f"{outcome[1]}" for _, outcome, _ in outcomes if outcome and outcome[0] == "interrupted"]
+    stopped = [outcome[1] for _, outcome, _ in outcomes if outcome and outcome[0] == "interrupted"]
     failed = [f"{outcome[1]} (its log: {log})" for _, outcome, log in outcomes if outcome and outcome[0] == "error"]
     if failed:
         raise StudyError("; ".join(failed))
