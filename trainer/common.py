@@ -23,6 +23,8 @@ from typing import Any
 from trainer.config import TrainConfig
 
 MANIFEST = "train.json"
+#: The logged metrics a learning curve keeps (training loss, held-out losses, GRPO reward).
+CURVE_KEYS = frozenset({"loss", "eval_loss", "heldout_loss", "reward"})
 MANIFEST_VERSION = 1
 _PACKAGES = ("harnessctl", "torch", "transformers", "trl", "accelerate", "peft", "datasets", "tokenizers")
 
@@ -272,7 +274,7 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
         file, a job scheduler), one plain line per logged step instead, since a bar redrawn in a
         file only shows at the end."""
 
-        KEYS = ("loss", "eval_loss", "reward", "grad_norm", "learning_rate")
+        KEYS = ("loss", "eval_loss", "heldout_loss", "reward", "grad_norm", "learning_rate")
 
         def __init__(self) -> None:
             self.bar: Any = None
@@ -413,7 +415,7 @@ def run_trainer(
         interrupted=interrupt.requested,
         resumed_from=str(resume_from) if resume_from else None,
         # the whole curve: a resumed trainer's history starts with the checkpoint's
-        log=[r for r in _numeric_history(state.log_history) if "loss" in r or "reward" in r or "eval_loss" in r],
+        log=[r for r in _numeric_history(state.log_history) if CURVE_KEYS & r.keys()],
     )
     if resume_from is not None and start_step:  # count only this run's tokens
         result.tokens = int(max(0.0, tokens - _tokens_at(resume_from)))

@@ -237,6 +237,23 @@ class DistillStageConfig(TrainConfig):
     eval_suites: str = field(
         default="ifeval,livestream", metadata={"help": "General and domain suites scored before and after."}
     )
+    heldout: str = field(
+        default="",
+        metadata={
+            "help": "Agent rows scored while distilling: an SFT dataset folder (its validation.jsonl) or a "
+            ".jsonl file; their assistant-token loss is logged as heldout_loss every heldout_steps (what "
+            "distillation costs the agent). Empty: none."
+        },
+    )
+    heldout_rows: int = field(default=32, metadata={"help": "Rows of heldout scored (the first N)."})
+    heldout_steps: int = field(default=5, metadata={"help": "Score heldout every N steps (and at the start)."})
+    stop_near_teacher: float = field(
+        default=0.0,
+        metadata={
+            "help": "With heldout: stop once heldout_loss is at most this share above the teacher's on the "
+            "same rows (0.05: within 5 %), or at max_steps; 0: always run max_steps."
+        },
+    )
 
     stage = "distill"
 
@@ -250,6 +267,16 @@ class DistillStageConfig(TrainConfig):
             raise ConfigError(f"temperature must be positive for on-policy sampling, got {self.temperature}")
         if self.prompt_turn not in ("first", "any"):
             raise ConfigError(f"prompt_turn must be first or any, got {self.prompt_turn!r}")
+        if self.heldout_rows < 1 or self.heldout_steps < 1:
+            raise ConfigError(
+                f"heldout_rows and heldout_steps must be at least 1, got {self.heldout_rows} and {self.heldout_steps}"
+            )
+        if self.stop_near_teacher < 0:
+            raise ConfigError(f"stop_near_teacher must be 0 (off) or a positive share, got {self.stop_near_teacher}")
+        if self.stop_near_teacher and not self.heldout:
+            raise ConfigError(
+                "stop_near_teacher needs heldout rows to measure: set heldout=DIR (an SFT dataset folder)"
+            )
 
 
 #: Reward weights per scorer component (one TRL reward function each), before the think penalty.

@@ -22,17 +22,18 @@ from trainer.common import TrainError
 ROLES = ("system", "user", "assistant", "tool")
 
 
-def read_chat_rows(folder: str | Path, split: str = "train") -> list[dict[str, Any]]:
+def read_chat_rows(folder: str | Path, split: str = "train", what: str = "--data") -> list[dict[str, Any]]:
     """The rows of ``FOLDER/SPLIT.jsonl`` (or of a .jsonl file), checked: each has a non-empty
-    ``messages`` list of chat turns with at least one assistant turn, and a ``tools`` list."""
+    ``messages`` list of chat turns with at least one assistant turn, and a ``tools`` list
+    (``what`` names the option the folder came from in errors)."""
     p = Path(folder)
     path = p if p.is_file() else p / f"{split}.jsonl"
     if not p.exists():
         raise TrainError(
-            f"--data {folder}: no such folder; build one with `harnessctl augment --trajectories N --out DIR`"
+            f"{what} {folder}: no such folder; build one with `harnessctl augment --trajectories N --out DIR`"
         )
     if not path.is_file():
-        raise TrainError(f"--data {folder}: no {path.name} in it; is it a folder written by `augment --trajectories`?")
+        raise TrainError(f"{what} {folder}: no {path.name} in it; is it a folder written by `augment --trajectories`?")
     rows = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():

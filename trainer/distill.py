@@ -137,6 +137,24 @@ def check_same_vocabulary(student: Any, teacher: Any, teacher_path: str) -> None
         )
 
 
+def heldout_watch(cfg: DistillStageConfig, tokenizer: Any, model: Any, teacher: Any) -> tuple[Any, dict[str, Any]]:
+    """The callback that scores ``cfg.heldout`` rows during training (None without them), and what
+    the manifest records: the rows, the teacher's loss on them and, with ``stop_near_teacher``, the
+    loss at which training stops."""
+    if not cfg.heldout:
+        return None, {}
+    from trainer.heldout import HeldoutScorer, heldout_callback
+
+    positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+    scorer = HeldoutScorer.from_path(cfg.heldout, cfg.heldout_rows, tokenizer, cfg, positions)
+    teacher_loss = scorer.loss(teacher)
+    stop_at = round(teacher_loss * (1 + cfg.stop_near_teacher), 4) if cfg.stop_near_teacher else None
+    info = {"heldout": cfg.heldout, "heldout_rows": len(scorer.rows), "heldout_teacher_loss": teacher_loss}
+    if stop_at is not None:
+        info["heldout_stop_at"] = stop_at
+    return heldout_callback(scorer, cfg.heldout_steps, stop_at), info
+
+
 def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
     """Run stage 2 as ``cfg`` says; ``extra`` holds the eval scores before training."""
     from datasets import Dataset
@@ -172,6 +190,7 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
     )
+    heldout, heldout_info = heldout_watch(cfg, tokenizer, model, teacher)
     trainer = DistillationTrainer(
         model=model,
         teacher_model=teacher,
@@ -180,6 +199,9 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         processing_class=tokenizer,
         peft_config=peft_config(cfg),
     )
+    if heldout is not None:
+        heldout.trainer = trainer
+        trainer.add_callback(heldout)
     result = run_trainer(
         trainer,
         cfg,
@@ -190,9 +212,12 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         extra_manifest={
             "teacher": cfg.teacher,
             "data": cfg.prompts or f"general prompts, {cfg.n_prompts}, seed {cfg.seed}",
+            **heldout_info,
         },
     )
-    result.extra.update(prompts=len(prompts), before=before.get("scores", {}))
+    result.extra.update(prompts=len(prompts), before=before.get("scores", {}), **heldout_info)
+    if heldout is not None:
+        result.extra.update(heldout_loss=heldout.last, stopped_near_teacher_at=heldout.stopped_at)
     return finish(result, cfg)
 
 

@@ -70,8 +70,8 @@ PHASES = {"copy": "base", "anchor": "distill"}
 #: and the copy probe on 60 prompts per kind.
 COPY_PHASE_DEFAULTS = {"copy_share": 0.5, "lr_scheduler_type": "constant_with_warmup", "copy_probe": 60}
 #: The anchor phase's settings unless the plan sets them: after OPD to the base on general prompts,
-#: 20 steps of distillation back toward the SFT parent on prompts cut at every step of the parent's
-#: own trajectories (OPD alone stopped the product lookups; these 20 steps brought them back).
+#: distillation back toward the SFT parent on prompts cut at every step of the parent's own
+#: trajectories (OPD alone stopped the product lookups; 20 such steps brought them back).
 ANCHOR_PHASE_DEFAULTS = {"max_steps": 20, "n_prompts": 240, "prompt_turn": "any"}
 
 
@@ -184,8 +184,9 @@ def full_plan(**kw: Any) -> StudyPlan:
     """The full study: what the shipped checkpoints were trained with. Stage 0 has a copy phase
     of 2,500 steps (a base that copies a code from its context: without it no arm ever named the
     product on screen); the quick preset's 100-step base is too short for copying to form, so it
-    has none. OPD has an anchor phase of 20 steps back toward its SFT parent (OPD alone stopped
-    the agent's product lookups)."""
+    has none. OPD has an anchor phase back toward its SFT parent (OPD alone stopped the agent's
+    product lookups), sized on the SFT data's held-out rows: it stops once their loss is within 5 %
+    of the parent's, after 60 steps at most."""
     kw.setdefault("eval_jobs", 8)
     return StudyPlan(
         preset="full",
@@ -199,7 +200,7 @@ def full_plan(**kw: Any) -> StudyPlan:
             "copy": {"max_steps": 2500},
             "sft": {"max_steps": 600},
             "distill": {"max_steps": 60, "n_prompts": 240},
-            "anchor": {"max_steps": 20},
+            "anchor": {"max_steps": 60, "stop_near_teacher": 0.05},
             "rl": {"max_steps": 20, "cases": 120},
         },
         **kw,
@@ -346,6 +347,11 @@ def _normal(plan: dict[str, Any]) -> dict[str, Any]:
 
     >>> _normal({"stage_overrides": {"copy": {"max_steps": 0}, "sft": {"max_steps": 600}}})
     {'stage_overrides': {'sft': {'max_steps': '600'}}}
+
+    An anchor phase that does not say ``stop_near_teacher`` has none, as before the field existed:
+
+    >>> _normal({"stage_overrides": {"anchor": {"max_steps": 20}}})
+    {'stage_overrides': {'anchor': {'max_steps': '20', 'stop_near_teacher': '0'}}}
     """
     stages = plan.get("stage_overrides")
     if not isinstance(stages, dict):
@@ -357,4 +363,10 @@ def _normal(plan: dict[str, Any]) -> dict[str, Any]:
     for phase in PHASES:
         if isinstance(normal.get(phase), dict) and normal[phase].get("max_steps", "").strip() == "0":
             del normal[phase]
+    anchor = normal.get("anchor")
+    if isinstance(anchor, dict) and "stop_near_teacher" not in anchor:
+        # a plan from before the anchor phase stopped on held-out rows ran its max_steps: the
+        # phase inherits distill's value, and the trainer's is 0 (off)
+        distill = normal.get("distill") if isinstance(normal.get("distill"), dict) else {}
+        normal["anchor"] = {**anchor, "stop_near_teacher": distill.get("stop_near_teacher", "0")}
     return {**plan, "stage_overrides": normal}

@@ -208,9 +208,16 @@ def render_report(results: dict[str, Any]) -> str:
     whiskers = {a["label"]: [(a["metrics"].get("intervals") or {}).get(k) for k in keys] for a in arms}
     html.append(grouped_bars(groups, series, intervals=whiskers))
     html.append(
-        "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step; SFT's eval_loss is on held-out rows of its dataset</p>"
+        "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step; SFT's eval_loss is on held-out rows of its dataset, distillation's heldout_loss on the same rows of its SFT parent's</p>"
     )
-    for stage, key in (("base", "loss"), ("sft", "loss"), ("sft", "eval_loss"), ("distill", "loss"), ("rl", "reward")):
+    for stage, key in (
+        ("base", "loss"),
+        ("sft", "loss"),
+        ("sft", "eval_loss"),
+        ("distill", "loss"),
+        ("distill", "heldout_loss"),
+        ("rl", "reward"),
+    ):
         curves = {
             a["label"]: [(p["step"], p[key]) for p in a.get("curve", []) if key in p]
             for a in arms

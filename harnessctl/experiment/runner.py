@@ -168,12 +168,20 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
         wiring["teacher"] = str(root / "arms" / "base" / "model")
     if arm.stage == "rl":
         wiring["hsa"] = arm.hsa
-    overrides = {**plan.stage_overrides.get(arm.stage, {}), **wiring}
+    overrides = {**_arm_defaults(arm, root), **plan.stage_overrides.get(arm.stage, {}), **wiring}
     try:
         cfg = load_config(arm.stage, plan.train_config, overrides)
     except ConfigError as e:
         raise StudyError(f"arm {arm.name} ({arm.stage}): {e}") from None
     return _curve_points(cfg, plan.stage_overrides.get(arm.stage, {}))
+
+
+def _arm_defaults(arm: Arm, root: Path) -> dict[str, Any]:
+    """Fields an arm gets unless the plan sets them: a distillation arm scores its SFT parent's
+    held-out rows as it trains (``heldout_loss``: what distilling costs the agent)."""
+    if arm.stage == "distill" and arm.parent and ARMS[arm.parent].data:
+        return {"heldout": str(root / "data" / str(ARMS[arm.parent].data))}
+    return {}
 
 
 def _wiring(plan: StudyPlan, out: Path) -> dict[str, Any]:
@@ -212,7 +220,8 @@ def anchor_phase_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     """The trainer config of the OPD arm's second phase: ``distill``'s fields but its size, then
     :data:`ANCHOR_PHASE_DEFAULTS`, then the plan's ``anchor`` fields; it continues the first
     phase's model into the arm's ``model`` folder with the SFT parent as teacher, on prompts cut at
-    every step of the parent's own trajectories."""
+    every step of the parent's own trajectories, and scores the parent's held-out rows (with
+    ``stop_near_teacher``, the full preset's, it stops once they are back near the parent's loss)."""
     from trainer.config import ConfigError, load_config
 
     arm_dir, parent = root / "arms" / arm.name, ARMS[str(arm.parent)]
@@ -228,7 +237,9 @@ def anchor_phase_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     }
     try:
         cfg = load_config(
-            "distill", plan.train_config, {**distill_fields, **ANCHOR_PHASE_DEFAULTS, **anchor_fields, **wiring}
+            "distill",
+            plan.train_config,
+            {**_arm_defaults(arm, root), **distill_fields, **ANCHOR_PHASE_DEFAULTS, **anchor_fields, **wiring},
         )
     except ConfigError as e:
         raise StudyError(f"arm {arm.name} (anchor phase): {e}") from None
@@ -328,6 +339,10 @@ def _join_phases(first: dict[str, Any], second: dict[str, Any], name: str = "cop
         {"phase": phase, "steps": r.get("steps", 0), "seconds": _train_seconds(r), "out": r.get("out")}
         for phase, r in (("general", first), (name, second))
     ]
+    for phase, r in zip(phases, (first, second), strict=True):
+        extra = r.get("extra") or {}
+        if extra.get("heldout_loss") is not None:  # a distillation phase that scored held-out rows
+            phase.update({k: extra.get(k) for k in ("heldout_loss", "heldout_teacher_loss", "stopped_near_teacher_at")})
     return {
         **second,
         "steps": offset + second.get("steps", 0),
@@ -573,11 +588,12 @@ def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
 
 def _curve(log: list[dict[str, Any]]) -> list[dict[str, float]]:
     """The learning curve from the trainer's log: step and the stage's headline metrics (SFT's
-    held-out loss as ``eval_loss``)."""
+    held-out loss as ``eval_loss``, distillation's loss on its SFT parent's held-out rows as
+    ``heldout_loss``)."""
     out = []
     for row in log:
         point = {"step": row.get("step", 0.0)}
-        for key in ("loss", "eval_loss", "reward"):
+        for key in ("loss", "eval_loss", "heldout_loss", "reward"):
             if key in row:
                 point[key] = round(float(row[key]), 5)
         if len(point) > 1:

@@ -13,7 +13,7 @@ from harnessctl.experiment.runner import GENERAL_DIR, StudyError, anchor_phase_c
 
 
 def test_the_anchor_phase_is_the_full_presets_and_its_fields_are_checked(tmp_path):
-    assert full_plan().anchor_phase() and not quick_plan().anchor_phase()  # the full preset's: 20 steps
+    assert full_plan().anchor_phase() and not quick_plan().anchor_phase()  # the full preset's: up to 60 steps
     assert apply_overrides(quick_plan(), ["anchor.max_steps=20"]).anchor_phase()
     assert not apply_overrides(full_plan(), ["anchor.max_steps=0"]).anchor_phase()
     with pytest.raises(PlanError, match="anchor.nope: unknown anchor field"):
@@ -29,11 +29,18 @@ def test_the_anchor_phase_distills_back_toward_the_sft_parent_on_its_own_traject
     assert (cfg.model, cfg.out) == (str(arm / GENERAL_DIR), str(arm / "model"))
     assert cfg.teacher == str(tmp_path / "arms" / "hsa-sft" / "model")
     assert cfg.prompts == str(tmp_path / "data" / "hsa" / "train.jsonl") and cfg.prompt_turn == "any"
-    assert (cfg.max_steps, cfg.n_prompts) == (20, 240)  # its own size, not the first phase's
+    assert (cfg.max_steps, cfg.n_prompts) == (60, 240)  # its own size, not the first phase's
     assert cfg.learning_rate == 3e-5  # distill's other fields carry over
-    # the first phase distills to the base as before; HAT starts from the second phase's model
-    assert stage_config(plan, ARMS["hsa-sft-opd"], tmp_path).teacher == str(tmp_path / "arms" / "base" / "model")
+    # sized on the parent's held-out rows: it stops once their loss is within 5 % of the parent's
+    assert cfg.heldout == str(tmp_path / "data" / "hsa") and cfg.stop_near_teacher == 0.05
+    # the first phase distills to the base as before, scoring the same rows without stopping on
+    # them; HAT starts from the second phase's model
+    first = stage_config(plan, ARMS["hsa-sft-opd"], tmp_path)
+    assert first.teacher == str(tmp_path / "arms" / "base" / "model")
+    assert first.heldout == cfg.heldout and first.stop_near_teacher == 0
     assert stage_config(plan, ARMS["hat"], tmp_path).model == cfg.out
+    # a plan's own heldout wins over the arm's default
+    assert stage_config(apply_overrides(plan, ["distill.heldout=rows.jsonl"]), ARMS["hsa-sft-opd"], tmp_path).heldout == "rows.jsonl"
 
 
 def test_the_opd_arm_trains_both_phases_and_records_them_as_one(tiny_model_path, tmp_path):
@@ -75,6 +82,9 @@ def test_the_opd_arm_trains_both_phases_and_records_them_as_one(tiny_model_path,
     assert second["parent"] == str(arm / GENERAL_DIR) and second["data"].endswith("data/hsa/train.jsonl")
     record = json.loads((arm / "train.json").read_text())
     assert record["steps"] == 3 and [p["phase"] for p in record["phases"]] == ["general", "anchor"]
+    # both phases scored the HSA-SFT parent's held-out rows; the curve has them after each phase
+    assert all(p["heldout_loss"] > 0 and p["heldout_teacher_loss"] > 0 for p in record["phases"])
+    assert [row["step"] for row in record["log"] if "heldout_loss" in row] == [0, 1, 1, 3]
     assert any("anchor phase" in line for line in said)
 
 
@@ -86,3 +96,15 @@ def test_a_study_started_before_the_preset_had_an_anchor_phase_continues_with_an
     del before["stage_overrides"]["anchor"]  # plan.json of a study from before the anchor phase
     assert plan_options(before) == ["--set", "anchor.max_steps=0"]
     assert reproduce_command(before, "copyphase") == "harnessctl experiment hat --id copyphase --set anchor.max_steps=0"
+
+
+def test_a_study_started_before_the_anchor_phase_stopped_on_held_out_rows_continues_with_its_steps():
+    from harnessctl.experiment.plan import plan_differences, plan_options
+
+    before = full_plan().to_dict()
+    before["stage_overrides"]["anchor"] = {"max_steps": 20}  # plan.json of the study shipped before
+    options = plan_options(before)
+    assert options == ["--set", "anchor.max_steps=20", "--set", "anchor.stop_near_teacher=0"]
+    again = apply_overrides(full_plan(), [options[1], options[3]]).to_dict()
+    assert plan_differences(before, again) == []
+    assert plan_differences(before, full_plan().to_dict())  # the preset today is another plan

@@ -258,3 +258,48 @@ def test_lora_trains_adapters_and_saves_them_merged_into_a_plain_checkpoint(
     assert weights_differ(out, tiny_model_path) > 0
     assert json.loads((out / "train.json").read_text())["config"]["lora_r"] == 4
     loads_and_answers(out)
+
+
+def test_distill_scores_held_out_agent_rows_and_stops_once_back_near_its_teacher(
+    sft_run, tiny_model_path, trajectories_dir, tmp_path
+):
+    from trainer.config import load_config
+    from trainer.distill import train_distill
+
+    _, sft = sft_run
+    common = {
+        "prompts": str(trajectories_dir / "train.jsonl"),
+        "prompt_turn": "any",
+        "n_prompts": 8,
+        "per_device_batch_size": 4,
+        "max_completion_length": 8,
+        "eval_suites": "",
+        "heldout": str(trajectories_dir),
+        "heldout_rows": 4,
+        "heldout_steps": 1,
+        "save_steps": 100,
+    }
+    # the untrained base distilled toward the SFT model: far from its teacher, so it runs every step
+    far = {"model": str(tiny_model_path), "teacher": sft.out, "max_steps": 2, "stop_near_teacher": 0.05}
+    result = train_distill(
+        load_config("distill", "tiny-cpu", {**common, **far, "out": str(tmp_path / "far")}), progress=False
+    )
+    curve = [(row["step"], row["heldout_loss"]) for row in result.log if "heldout_loss" in row]
+    assert [step for step, _ in curve] == [0, 1, 2]
+    manifest = json.loads((tmp_path / "far" / "train.json").read_text())
+    teacher_loss = manifest["heldout_teacher_loss"]
+    assert manifest["heldout_rows"] == 4 and manifest["heldout_stop_at"] == round(teacher_loss * 1.05, 4)
+    assert curve[0][1] > manifest["heldout_stop_at"]  # the base does not know the agent rows
+    assert result.steps == 2 and result.extra["stopped_near_teacher_at"] is None
+
+    # the SFT model toward itself: back within 50 % after its first step, so it stops there
+    near = {"model": sft.out, "teacher": sft.out, "max_steps": 4, "stop_near_teacher": 0.5}
+    result = train_distill(
+        load_config("distill", "tiny-cpu", {**common, **near, "out": str(tmp_path / "near")}), progress=False
+    )
+    assert result.steps == 1 and result.extra["stopped_near_teacher_at"] == 1
+    assert result.extra["heldout_loss"] <= result.extra["heldout_stop_at"]
+    loads_and_answers(tmp_path / "near")
+
+    with pytest.raises(Exception, match="stop_near_teacher needs heldout rows"):
+        load_config("distill", "tiny-cpu", {"stop_near_teacher": "0.05"})

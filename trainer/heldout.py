@@ -1,0 +1,105 @@
+"""Held-out agent rows scored while a stage trains on something else.
+
+On-policy distillation trains on prompts and the student's own samples; what it costs the agent
+shows on the SFT data's held-out trajectories: the loss on their assistant tokens, the number SFT
+logs as ``eval_loss``. :class:`HeldoutScorer` measures it for any model through TRL's own
+``SFTTrainer`` evaluation (same chat template, same assistant-only mask), and
+:class:`HeldoutLoss` logs it every few steps as ``heldout_loss`` and can stop the run once the
+student is back within a share of its teacher's loss on the same rows. The anchor phase of the
+HAT study stops that way: sized on held-out rows rather than on the suites' scores.
+
+>>> scorer = HeldoutScorer.from_path("out/datasets/hsa", 32, tokenizer, cfg)   # doctest: +SKIP
+>>> scorer.loss(model)                                                          # doctest: +SKIP
+0.771
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from trainer.common import TrainError, on_cpu, precision
+from trainer.data import plan_lengths, read_chat_rows, to_dataset, token_lengths
+
+
+class HeldoutScorer:
+    """The mean assistant-token loss of a model on fixed chat rows (``messages`` and ``tools``)."""
+
+    def __init__(self, rows: list[dict[str, Any]], tokenizer: Any, cfg: Any, max_positions: int) -> None:
+        # a copy: TRL may give the tokenizer a training chat template, and the stage keeps its own
+        self.tokenizer = copy.deepcopy(tokenizer)
+        self.tokenizer.padding_side = "right"
+        lengths = token_lengths(rows, self.tokenizer)
+        self.max_length = plan_lengths(lengths, requested=0, max_positions=max_positions, max_share=1.0).max_length
+        self.rows = [r for r, n in zip(rows, lengths, strict=True) if n <= self.max_length]
+        if not self.rows:
+            raise TrainError(f"heldout: none of its {len(rows)} rows fits the model's {max_positions} positions")
+        self.cfg = cfg
+
+    @classmethod
+    def from_path(cls, path: str | Path, n: int, tokenizer: Any, cfg: Any, max_positions: int = 0) -> HeldoutScorer:
+        """The first ``n`` rows of an SFT dataset folder's ``validation.jsonl``, or of a ``.jsonl`` file."""
+        rows = read_chat_rows(path, "validation", what="heldout")[:n]
+        return cls(rows, tokenizer, cfg, max_positions)
+
+    def loss(self, model: Any) -> float:
+        """``model``'s loss on the rows (no gradient; the model's train/eval mode is restored)."""
+        from trl import SFTConfig, SFTTrainer
+
+        prec = precision(self.cfg)
+        args = SFTConfig(
+            output_dir=self.cfg.out,  # evaluation writes nothing there
+            per_device_eval_batch_size=max(1, self.cfg.per_device_batch_size),
+            max_length=self.max_length,
+            assistant_only_loss=True,
+            bf16=prec == "bf16",
+            fp16=prec == "fp16",
+            use_cpu=on_cpu(self.cfg),
+            report_to="none",
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            dataset_num_proc=None,
+        )
+        was_training = model.training
+        dataset = to_dataset(self.rows)
+        scorer = SFTTrainer(
+            model=model, args=args, train_dataset=dataset, eval_dataset=dataset, processing_class=self.tokenizer
+        )
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        scorer.remove_callback(PrinterCallback)
+        scorer.remove_callback(ProgressCallback)
+        try:
+            return round(float(scorer.evaluate()["eval_loss"]), 4)
+        finally:
+            model.train(was_training)
+
+
+def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None) -> Any:
+    """A ``TrainerCallback`` that logs ``heldout_loss`` at step 0 and every ``every`` steps, and
+    stops training once it is at or below ``stop_at`` (None: never)."""
+    from transformers import TrainerCallback
+
+    class HeldoutLoss(TrainerCallback):
+        def __init__(self) -> None:
+            self.trainer: Any = None  # set by the stage: the trainer whose log the loss goes to
+            self.stopped_at: int | None = None
+            self.last: float | None = None
+
+        def _score(self, state: Any, control: Any, model: Any) -> None:
+            self.last = scorer.loss(model)
+            self.trainer.log({"heldout_loss": self.last})
+            if stop_at is not None and self.last <= stop_at and state.global_step > 0:
+                self.stopped_at = state.global_step
+                control.should_training_stop = True
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            if state.global_step == 0:
+                self._score(state, control, model)
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            if state.global_step % every == 0 or state.global_step >= state.max_steps:
+                self._score(state, control, model)
+
+    return HeldoutLoss()
