@@ -237,6 +237,22 @@ class DistillStageConfig(TrainConfig):
     eval_suites: str = field(
         default="ifeval,livestream", metadata={"help": "General and domain suites scored before and after."}
     )
+    anchor_teacher: str = field(
+        default="",
+        metadata={
+            "help": "A second teacher (e.g. the SFT parent) for anchor_prompts, in the same run: each step "
+            "distills the general prompts toward teacher and the anchor prompts toward this one. Empty: none."
+        },
+    )
+    anchor_prompts: str = field(
+        default="",
+        metadata={
+            "help": "JSONL of the anchor teacher's prompts (an SFT train.jsonl works: rows cut as prompt_turn says)."
+        },
+    )
+    anchor_share: float = field(
+        default=0.5, metadata={"help": "Share of the n_prompts drawn from anchor_prompts (with anchor_teacher)."}
+    )
     heldout: str = field(
         default="",
         metadata={
@@ -273,6 +289,12 @@ class DistillStageConfig(TrainConfig):
             )
         if self.stop_near_teacher < 0:
             raise ConfigError(f"stop_near_teacher must be 0 (off) or a positive share, got {self.stop_near_teacher}")
+        if bool(self.anchor_teacher) != bool(self.anchor_prompts):
+            raise ConfigError(
+                "anchor_teacher and anchor_prompts go together: set both (a second teacher and its prompts) or neither"
+            )
+        if not 0.0 < self.anchor_share < 1.0:
+            raise ConfigError(f"anchor_share must be between 0 and 1 (exclusive), got {self.anchor_share}")
         if self.stop_near_teacher and not self.heldout:
             raise ConfigError(
                 "stop_near_teacher needs heldout rows to measure: set heldout=DIR (an SFT dataset folder)"

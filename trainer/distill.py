@@ -139,8 +139,8 @@ def check_same_vocabulary(student: Any, teacher: Any, teacher_path: str) -> None
 
 def heldout_watch(cfg: DistillStageConfig, tokenizer: Any, model: Any, teacher: Any) -> tuple[Any, dict[str, Any]]:
     """The callback that scores ``cfg.heldout`` rows during training (None without them), and what
-    the manifest records: the rows, the teacher's loss on them and, with ``stop_near_teacher``, the
-    loss at which training stops."""
+    the manifest records: the rows, the teacher's loss on them (the agent's teacher: the anchor
+    teacher when there is one) and, with ``stop_near_teacher``, the loss at which training stops."""
     if not cfg.heldout:
         return None, {}
     from trainer.heldout import HeldoutScorer, heldout_callback
@@ -172,14 +172,23 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
     model, tokenizer = load_model(cfg.model, cfg)
     teacher, teacher_tokenizer = load_model(cfg.teacher, cfg, what="--teacher")
     check_same_vocabulary(tokenizer, teacher_tokenizer, cfg.teacher)
+    anchor_teacher, n_anchor = None, 0
+    if cfg.anchor_teacher:
+        check_checkpoint(cfg.anchor_teacher, "--set anchor_teacher")
+        anchor_teacher, anchor_tokenizer = load_model(cfg.anchor_teacher, cfg, what="anchor_teacher")
+        check_same_vocabulary(tokenizer, anchor_tokenizer, cfg.anchor_teacher)
+        n_anchor = max(1, round(cfg.n_prompts * cfg.anchor_share))
+    n_general = cfg.n_prompts - n_anchor
     if cfg.prompts:
-        prompts = read_prompts(cfg.prompts, cfg.n_prompts, turn=cfg.prompt_turn, seed=cfg.seed)
+        prompts = read_prompts(cfg.prompts, n_general, turn=cfg.prompt_turn, seed=cfg.seed)
         data_hash = file_hash(cfg.prompts)
     else:
-        prompts = [
-            DistillPrompt([{"role": "user", "content": p}]) for p in general_prompts(cfg.n_prompts, seed=cfg.seed)
-        ]
+        prompts = [DistillPrompt([{"role": "user", "content": p}]) for p in general_prompts(n_general, seed=cfg.seed)]
         data_hash = text_hash(json.dumps([p.messages for p in prompts]))
+    anchor_prompts = []
+    if anchor_teacher is not None:
+        anchor_prompts = read_prompts(cfg.anchor_prompts, n_anchor, turn=cfg.prompt_turn, seed=cfg.seed)
+        data_hash = text_hash(f"{data_hash} {file_hash(cfg.anchor_prompts)}")
     before = {}
     if cfg.eval_suites and resume_from is None:
         before = evaluate(cfg.model, cfg, runs_dir=Path(cfg.out) / "eval-runs-before")
@@ -190,15 +199,25 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
     )
-    heldout, heldout_info = heldout_watch(cfg, tokenizer, model, teacher)
-    trainer = DistillationTrainer(
-        model=model,
-        teacher_model=teacher,
-        args=args,
-        train_dataset=Dataset.from_list(prompt_rows(prompts, tokenizer)),
-        processing_class=tokenizer,
-        peft_config=peft_config(cfg),
-    )
+    heldout, heldout_info = heldout_watch(cfg, tokenizer, model, anchor_teacher or teacher)
+    rows = prompt_rows(prompts + anchor_prompts, tokenizer)
+    trainer_kwargs = {
+        "model": model,
+        "teacher_model": teacher,
+        "args": args,
+        "processing_class": tokenizer,
+        "peft_config": peft_config(cfg),
+    }
+    if anchor_teacher is None:
+        trainer = DistillationTrainer(train_dataset=Dataset.from_list(rows), **trainer_kwargs)
+    else:
+        from trainer.two_teachers import TEACHER_COLUMN, make_two_teacher_trainer
+
+        for i, row in enumerate(rows):
+            row[TEACHER_COLUMN] = int(i >= len(prompts))
+        trainer = make_two_teacher_trainer(
+            anchor_teacher=anchor_teacher, train_dataset=Dataset.from_list(rows), **trainer_kwargs
+        )
     if heldout is not None:
         heldout.trainer = trainer
         trainer.add_callback(heldout)
@@ -211,11 +230,12 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         progress=progress,
         extra_manifest={
             "teacher": cfg.teacher,
+            **({"anchor_teacher": cfg.anchor_teacher, "anchor_prompts": len(anchor_prompts)} if anchor_prompts else {}),
             "data": cfg.prompts or f"general prompts, {cfg.n_prompts}, seed {cfg.seed}",
             **heldout_info,
         },
     )
-    result.extra.update(prompts=len(prompts), before=before.get("scores", {}), **heldout_info)
+    result.extra.update(prompts=len(prompts) + len(anchor_prompts), before=before.get("scores", {}), **heldout_info)
     if heldout is not None:
         result.extra.update(heldout_loss=heldout.last, stopped_near_teacher_at=heldout.stopped_at)
     return finish(result, cfg)

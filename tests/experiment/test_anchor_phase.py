@@ -40,7 +40,10 @@ def test_the_anchor_phase_distills_back_toward_the_sft_parent_on_its_own_traject
     assert first.heldout == cfg.heldout and first.stop_near_teacher == 0
     assert stage_config(plan, ARMS["hat"], tmp_path).model == cfg.out
     # a plan's own heldout wins over the arm's default
-    assert stage_config(apply_overrides(plan, ["distill.heldout=rows.jsonl"]), ARMS["hsa-sft-opd"], tmp_path).heldout == "rows.jsonl"
+    assert (
+        stage_config(apply_overrides(plan, ["distill.heldout=rows.jsonl"]), ARMS["hsa-sft-opd"], tmp_path).heldout
+        == "rows.jsonl"
+    )
 
 
 def test_the_opd_arm_trains_both_phases_and_records_them_as_one(tiny_model_path, tmp_path):

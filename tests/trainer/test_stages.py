@@ -303,3 +303,85 @@ def test_distill_scores_held_out_agent_rows_and_stops_once_back_near_its_teacher
 
     with pytest.raises(Exception, match="stop_near_teacher needs heldout rows"):
         load_config("distill", "tiny-cpu", {"stop_near_teacher": "0.05"})
+
+
+def test_two_teacher_distillation_sends_each_prompt_to_its_own_teacher(
+    sft_run, tiny_model_path, trajectories_dir, tmp_path
+):
+    import copy
+
+    import torch
+    from datasets import Dataset
+    from trl import DistillationConfig
+
+    from trainer.common import load_model, training_arguments
+    from trainer.config import load_config
+    from trainer.distill import DistillPrompt, prompt_rows, read_prompts, train_distill
+    from trainer.general_corpus import general_prompts
+    from trainer.two_teachers import make_two_teacher_trainer
+
+    cfg, sft = sft_run
+    dcfg = load_config(
+        "distill", "tiny-cpu", {"out": str(tmp_path / "unit"), "max_steps": 1, "per_device_batch_size": 4}
+    )
+    student, tok = load_model(sft.out, dcfg)
+    base, _ = load_model(str(tiny_model_path), dcfg)
+    twin = copy.deepcopy(student)  # the anchor teacher: the student itself, so its divergence is 0
+    tok.padding_side = "left"
+    agent = read_prompts(trajectories_dir / "train.jsonl", 4, turn="any", seed=0)
+    general = [DistillPrompt([{"role": "user", "content": p}]) for p in general_prompts(4, seed=0)]
+    rows = prompt_rows(general + agent, tok)
+    for i, row in enumerate(rows):
+        row["teacher"] = int(i >= 4)
+    args = DistillationConfig(**training_arguments(dcfg), max_completion_length=8, temperature=1.0)
+    trainer = make_two_teacher_trainer(
+        model=student,
+        teacher_model=base,
+        anchor_teacher=twin,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+    )
+
+    def loss_of(batch):
+        with torch.no_grad():
+            inputs = trainer._generate_and_score_completions(batch)
+            return float(trainer._compute_loss(student, inputs, None)[0])
+
+    to_twin, to_base = loss_of(rows[4:]), loss_of(rows[:4])
+    assert to_twin == pytest.approx(0.0, abs=1e-4) and to_base > 0.05
+    assert 0.0 < loss_of(rows[2:6]) < to_base  # half the rows to each: between the two
+    assert trainer.teacher_model is trainer.teachers[0]  # the general teacher is back after each step
+
+    # through the stage: half of 8 prompts from the agent rows toward the SFT model, the rest
+    # toward the base
+    result = train_distill(
+        load_config(
+            "distill",
+            "tiny-cpu",
+            {
+                "model": sft.out,
+                "teacher": str(tiny_model_path),
+                "anchor_teacher": sft.out,
+                "anchor_prompts": str(trajectories_dir / "train.jsonl"),
+                "prompt_turn": "any",
+                "n_prompts": 8,
+                "max_steps": 2,
+                "per_device_batch_size": 4,
+                "max_completion_length": 8,
+                "eval_suites": "",
+                "out": str(tmp_path / "two"),
+            },
+        ),
+        progress=False,
+    )
+    manifest = json.loads((tmp_path / "two" / "train.json").read_text())
+    assert result.steps == 2 and result.extra["prompts"] == 8
+    assert (manifest["teacher"], manifest["anchor_teacher"], manifest["anchor_prompts"]) == (
+        str(tiny_model_path),
+        sft.out,
+        4,
+    )
+    loads_and_answers(tmp_path / "two")
+    with pytest.raises(Exception, match="anchor_teacher and anchor_prompts go together"):
+        load_config("distill", "tiny-cpu", {"anchor_teacher": sft.out})
