@@ -88,8 +88,15 @@ def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None) -
             self.last: float | None = None
 
         def _score(self, state: Any, control: Any, model: Any) -> None:
+            from transformers import Trainer
+
             self.last = scorer.loss(model)
-            self.trainer.log({"heldout_loss": self.last})
+            # Trainer.log resets should_log, which this step's own loss log (written after
+            # on_step_end) needs; and the base class's log, since TRL's trainers fold their
+            # pending step metrics into whatever is logged next
+            should_log = control.should_log
+            Trainer.log(self.trainer, {"heldout_loss": self.last})
+            control.should_log = should_log
             if stop_at is not None and self.last <= stop_at and state.global_step > 0:
                 self.stopped_at = state.global_step
                 control.should_training_stop = True

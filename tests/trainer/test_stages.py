@@ -277,6 +277,7 @@ def test_distill_scores_held_out_agent_rows_and_stops_once_back_near_its_teacher
         "heldout": str(trajectories_dir),
         "heldout_rows": 4,
         "heldout_steps": 1,
+        "logging_steps": 1,
         "save_steps": 100,
     }
     # the untrained base distilled toward the SFT model: far from its teacher, so it runs every step
@@ -286,6 +287,7 @@ def test_distill_scores_held_out_agent_rows_and_stops_once_back_near_its_teacher
     )
     curve = [(row["step"], row["heldout_loss"]) for row in result.log if "heldout_loss" in row]
     assert [step for step, _ in curve] == [0, 1, 2]
+    assert [row["step"] for row in result.log if "loss" in row] == [1, 2]  # the stage's own loss still logged
     manifest = json.loads((tmp_path / "far" / "train.json").read_text())
     teacher_loss = manifest["heldout_teacher_loss"]
     assert manifest["heldout_rows"] == 4 and manifest["heldout_stop_at"] == round(teacher_loss * 1.05, 4)
