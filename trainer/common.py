@@ -24,7 +24,7 @@ from trainer.config import TrainConfig
 
 MANIFEST = "train.json"
 #: The logged metrics a learning curve keeps (training loss, held-out losses, GRPO reward).
-CURVE_KEYS = frozenset({"loss", "eval_loss", "heldout_loss", "reward"})
+CURVE_KEYS = frozenset({"loss", "eval_loss", "heldout_loss", "heldout_call_match", "reward"})
 MANIFEST_VERSION = 1
 _PACKAGES = ("harnessctl", "torch", "transformers", "trl", "accelerate", "peft", "datasets", "tokenizers")
 
@@ -274,7 +274,7 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
         file, a job scheduler), one plain line per logged step instead, since a bar redrawn in a
         file only shows at the end."""
 
-        KEYS = ("loss", "eval_loss", "heldout_loss", "reward", "grad_norm", "learning_rate")
+        KEYS = ("loss", "eval_loss", "heldout_loss", "heldout_call_match", "reward", "grad_norm", "learning_rate")
 
         def __init__(self) -> None:
             self.bar: Any = None

@@ -262,6 +262,13 @@ class DistillStageConfig(TrainConfig):
         },
     )
     heldout_rows: int = field(default=32, metadata={"help": "Rows of heldout scored (the first N)."})
+    heldout_calls: bool = field(
+        default=False,
+        metadata={
+            "help": "Also log heldout_call_match: the share of the rows' tool-calling turns whose first call "
+            "the student makes as the trajectory did (same tool, same skill), greedily."
+        },
+    )
     heldout_steps: int = field(default=5, metadata={"help": "Score heldout every N steps (and at the start)."})
     stop_near_teacher: float = field(
         default=0.0,

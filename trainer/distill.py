@@ -152,7 +152,9 @@ def heldout_watch(cfg: DistillStageConfig, tokenizer: Any, model: Any, teacher: 
     info = {"heldout": cfg.heldout, "heldout_rows": len(scorer.rows), "heldout_teacher_loss": teacher_loss}
     if stop_at is not None:
         info["heldout_stop_at"] = stop_at
-    return heldout_callback(scorer, cfg.heldout_steps, stop_at), info
+    if cfg.heldout_calls:
+        info["heldout_teacher_call_match"] = scorer.call_match(teacher)
+    return heldout_callback(scorer, cfg.heldout_steps, stop_at, cfg.heldout_calls), info
 
 
 def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
@@ -238,6 +240,8 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
     result.extra.update(prompts=len(prompts) + len(anchor_prompts), before=before.get("scores", {}), **heldout_info)
     if heldout is not None:
         result.extra.update(heldout_loss=heldout.last, stopped_near_teacher_at=heldout.stopped_at)
+        if cfg.heldout_calls:
+            result.extra["heldout_call_match"] = heldout.last_calls
     return finish(result, cfg)
 
 

@@ -43,6 +43,40 @@ class HeldoutScorer:
         rows = read_chat_rows(path, "validation", what="heldout")[:n]
         return cls(rows, tokenizer, cfg, max_positions)
 
+    def call_match(self, model: Any, max_new_tokens: int = 48) -> float:
+        """The share of the rows' tool-calling turns whose first call ``model`` makes as the
+        trajectory did, greedily, from the turns before it: the same tool, and for a skill load the
+        same skill. Where the loss averages every assistant token, this is the choice alone."""
+        import torch
+
+        from harnessctl.augment.trajectories import _plain_messages
+
+        turns = [(before, want, row["tools"]) for row in self.rows for before, want in call_turns(row)]
+        if not turns:
+            return 0.0
+        tok = copy.copy(self.tokenizer)
+        tok.padding_side = "left"
+        was_training = model.training
+        model.eval()
+        hits = 0
+        try:
+            for start in range(0, len(turns), max(1, self.cfg.per_device_batch_size)):
+                batch = turns[start : start + max(1, self.cfg.per_device_batch_size)]
+                texts = [
+                    tok.apply_chat_template(_plain_messages(b), tools=t, add_generation_prompt=True, tokenize=False)
+                    for b, _, t in batch
+                ]
+                enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+                with torch.no_grad():
+                    out = model.generate(
+                        **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id
+                    )
+                answers = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=False)
+                hits += sum(first_call(text) == want for text, (_, want, _) in zip(answers, batch, strict=True))
+        finally:
+            model.train(was_training)
+        return round(hits / len(turns), 4)
+
     def loss(self, model: Any) -> float:
         """``model``'s loss on the rows (no gradient; the model's train/eval mode is restored)."""
         from trl import SFTConfig, SFTTrainer
@@ -76,9 +110,54 @@ class HeldoutScorer:
             model.train(was_training)
 
 
-def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None) -> Any:
-    """A ``TrainerCallback`` that logs ``heldout_loss`` at step 0 and every ``every`` steps, and
-    stops training once it is at or below ``stop_at`` (None: never)."""
+def call_turns(row: dict[str, Any]) -> list[tuple[list[dict[str, Any]], tuple[str, str | None]]]:
+    """Each assistant turn of ``row`` that calls a tool, as ``(the messages before it, its first
+    call)``; a call is ``(tool name, its "name" argument)``, so a skill load is told by the skill
+    it loads.
+
+    >>> row = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "",
+    ...        "tool_calls": [{"function": {"name": "load_skill", "arguments": '{"name": "pricing"}'}}]}]}
+    >>> call_turns(row)[0][1]
+    ('load_skill', 'pricing')
+    """
+    import json
+
+    out = []
+    for i, message in enumerate(row["messages"]):
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not calls:
+            continue
+        fn = calls[0].get("function") or {}
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args or "{}")
+            except json.JSONDecodeError:
+                args = {}
+        skill = args.get("name") if isinstance(args, dict) else None
+        out.append((row["messages"][:i], (str(fn.get("name")), str(skill) if skill is not None else None)))
+    return out
+
+
+def first_call(text: str) -> tuple[str, str | None] | None:
+    """The first tool call in a model's text, as :func:`call_turns` names one (None: no call).
+
+    >>> first_call('<tool_call>{"name": "load_skill", "arguments": {"name": "pricing"}}</tool_call>')
+    ('load_skill', 'pricing')
+    """
+    from harnessctl.models.toolcall_text import parse_tool_calls
+
+    _, calls, _ = parse_tool_calls(text)
+    if not calls:
+        return None
+    skill = (calls[0].arguments or {}).get("name")
+    return calls[0].name, str(skill) if skill is not None else None
+
+
+def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None, calls: bool = False) -> Any:
+    """A ``TrainerCallback`` that logs ``heldout_loss`` (and with ``calls``,
+    ``heldout_call_match``) at step 0 and every ``every`` steps, and stops training once the loss
+    is at or below ``stop_at`` (None: never)."""
     from transformers import TrainerCallback
 
     class HeldoutLoss(TrainerCallback):
@@ -86,16 +165,20 @@ def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None) -
             self.trainer: Any = None  # set by the stage: the trainer whose log the loss goes to
             self.stopped_at: int | None = None
             self.last: float | None = None
+            self.last_calls: float | None = None
 
         def _score(self, state: Any, control: Any, model: Any) -> None:
             from transformers import Trainer
 
             self.last = scorer.loss(model)
+            logs = {"heldout_loss": self.last}
+            if calls:
+                self.last_calls = logs["heldout_call_match"] = scorer.call_match(model)
             # Trainer.log resets should_log, which this step's own loss log (written after
             # on_step_end) needs; and the base class's log, since TRL's trainers fold their
             # pending step metrics into whatever is logged next
             should_log = control.should_log
-            Trainer.log(self.trainer, {"heldout_loss": self.last})
+            Trainer.log(self.trainer, logs)
             control.should_log = should_log
             if stop_at is not None and self.last <= stop_at and state.global_step > 0:
                 self.stopped_at = state.global_step

@@ -294,13 +294,17 @@ def test_distill_scores_held_out_agent_rows_and_stops_once_back_near_its_teacher
     assert curve[0][1] > manifest["heldout_stop_at"]  # the base does not know the agent rows
     assert result.steps == 2 and result.extra["stopped_near_teacher_at"] is None
 
-    # the SFT model toward itself: back within 50 % after its first step, so it stops there
-    near = {"model": sft.out, "teacher": sft.out, "max_steps": 4, "stop_near_teacher": 0.5}
+    # the SFT model toward itself: back within 50 % after its first step, so it stops there; its
+    # first calls are checked too, against the teacher's
+    near = {"model": sft.out, "teacher": sft.out, "max_steps": 4, "stop_near_teacher": 0.5, "heldout_calls": True}
     result = train_distill(
         load_config("distill", "tiny-cpu", {**common, **near, "out": str(tmp_path / "near")}), progress=False
     )
     assert result.steps == 1 and result.extra["stopped_near_teacher_at"] == 1
     assert result.extra["heldout_loss"] <= result.extra["heldout_stop_at"]
+    calls = [row["heldout_call_match"] for row in result.log if "heldout_call_match" in row]
+    assert len(calls) == 2 and all(0.0 <= c <= 1.0 for c in calls)
+    assert 0.0 <= result.extra["heldout_teacher_call_match"] <= 1.0
     loads_and_answers(tmp_path / "near")
 
     with pytest.raises(Exception, match="stop_near_teacher needs heldout rows"):
@@ -387,3 +391,17 @@ def test_two_teacher_distillation_sends_each_prompt_to_its_own_teacher(
     loads_and_answers(tmp_path / "two")
     with pytest.raises(Exception, match="anchor_teacher and anchor_prompts go together"):
         load_config("distill", "tiny-cpu", {"anchor_teacher": sft.out})
+
+
+def test_a_held_out_call_matches_only_the_same_tool_and_the_same_skill(trajectories_dir):
+    from trainer.data import read_chat_rows
+    from trainer.heldout import call_turns, first_call
+
+    row = read_chat_rows(trajectories_dir, "validation")[0]
+    turns = call_turns(row)
+    assert turns and all(before[-1]["role"] in ("user", "tool") for before, _ in turns)
+    tool, skill = next(want for _, want in turns if want[1] is not None)  # a skill load
+    said = '<tool_call>{"name": "%s", "arguments": {"name": "%s"}}</tool_call>'
+    assert first_call(said % (tool, skill)) == (tool, skill)
+    assert first_call(said % (tool, "another_skill")) != (tool, skill)
+    assert first_call("Hi there, no tool today.") is None
