@@ -46,7 +46,9 @@ class DistillPrompt:
     tools: list[dict[str, Any]] | None = None
 
 
-def read_prompts(path: str | Path, n: int, *, turn: str = "first", seed: int = 0) -> list[DistillPrompt]:
+def read_prompts(
+    path: str | Path, n: int, *, turn: str = "first", seed: int = 0, what: str = "--prompts"
+) -> list[DistillPrompt]:
     """Up to ``n`` prompts from a JSONL file: ``prompt`` text, or ``messages`` cut before an
     assistant turn — the first (``turn="first"``), or one drawn per row (``turn="any"``, seeded), so
     that an agent trajectory (an SFT row, with its ``tools``) gives prompts at every step of an
@@ -62,7 +64,7 @@ def read_prompts(path: str | Path, n: int, *, turn: str = "first", seed: int = 0
 
     p = Path(path)
     if not p.is_file():
-        raise TrainError(f'--prompts {path}: no such file; pass a JSONL file of {{"prompt": ...}} lines')
+        raise TrainError(f'{what} {path}: no such file; pass a JSONL file of {{"prompt": ...}} lines')
     rng = random.Random(seed)
     out = []
     for number, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
@@ -176,7 +178,7 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
     check_same_vocabulary(tokenizer, teacher_tokenizer, cfg.teacher)
     anchor_teacher, n_anchor = None, 0
     if cfg.anchor_teacher:
-        check_checkpoint(cfg.anchor_teacher, "--set anchor_teacher")
+        check_checkpoint(cfg.anchor_teacher, "anchor_teacher")
         anchor_teacher, anchor_tokenizer = load_model(cfg.anchor_teacher, cfg, what="anchor_teacher")
         check_same_vocabulary(tokenizer, anchor_tokenizer, cfg.anchor_teacher)
         n_anchor = max(1, round(cfg.n_prompts * cfg.anchor_share))
@@ -189,7 +191,9 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         data_hash = text_hash(json.dumps([p.messages for p in prompts]))
     anchor_prompts = []
     if anchor_teacher is not None:
-        anchor_prompts = read_prompts(cfg.anchor_prompts, n_anchor, turn=cfg.prompt_turn, seed=cfg.seed)
+        anchor_prompts = read_prompts(
+            cfg.anchor_prompts, n_anchor, turn=cfg.prompt_turn, seed=cfg.seed, what="anchor_prompts"
+        )
         data_hash = text_hash(f"{data_hash} {file_hash(cfg.anchor_prompts)}")
     before = {}
     if cfg.eval_suites and resume_from is None:

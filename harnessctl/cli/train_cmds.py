@@ -213,6 +213,8 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
             if not eq or not key.strip():
                 raise CLIError(f"--set {item!r}: write FIELD=VALUE, e.g. --set learning_rate=1e-4")
             overrides[key.strip()] = value
+        if overrides.get("anchor_teacher"):  # a checkpoint like --teacher: local:PATH, shipped:NAME
+            overrides["anchor_teacher"] = _checkpoint_folder(overrides["anchor_teacher"])
         overrides.update(
             {
                 k: (_checkpoint_folder(str(v)) if k in ("model", "teacher") else str(v))

@@ -138,6 +138,17 @@ def test_a_bad_dataset_names_the_file_line_and_column(tiny_model_path, tmp_path,
         (["sft", "--model", "{model}", "--data", "{data}", "--set", "max_steps=two"], "max_steps: expected a number"),
         (["rl", "--model", "{model}", "--set", "num_generations=1"], "num_generations must be at least 2"),
         (["sft", "--model", "{model}", "--data", "{data}", "--config", "nope"], "nope: no such config file"),
+        (["distill", "--model", "{model}", "--teacher", "{model}", "--set", "heldout={tmp}/none"], "heldout"),
+        (["distill", "--model", "{model}", "--teacher", "{model}", "--set", "anchor_teacher={model}"], "go together"),
+        (
+            ["distill", "--model", "{model}", "--teacher", "{model}", "--set", "anchor_teacher=shipped:nope"],
+            "shipped:nope: no such shipped model",
+        ),
+        (
+            ["distill", "--model", "{model}", "--teacher", "{model}", "--set", "anchor_teacher=shipped:hat"]
+            + ["--set", "anchor_prompts={tmp}/none.jsonl"],
+            "anchor_prompts",
+        ),
     ],
 )
 def test_bad_options_are_one_clear_message_and_exit_2(tiny_model_path, trajectories_dir, tmp_path, args, message):
