@@ -237,7 +237,7 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         extra_manifest={
             "teacher": cfg.teacher,
             **({"anchor_teacher": cfg.anchor_teacher, "anchor_prompts": len(anchor_prompts)} if anchor_prompts else {}),
-            "data": cfg.prompts or f"general prompts, {cfg.n_prompts}, seed {cfg.seed}",
+            "data": cfg.prompts or f"general prompts, {len(prompts)}, seed {cfg.seed}",
             **heldout_info,
         },
     )
