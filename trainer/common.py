@@ -57,6 +57,8 @@ class TrainResult:
     log: list[dict[str, float]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     eval: dict[str, Any] = field(default_factory=dict)
+    #: Where it ran (:func:`hardware`): device, processor, threads, the precision resolved.
+    hardware: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,6 +156,40 @@ def precision(cfg: TrainConfig) -> str:
         amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
         return "bf16" if supported or amx else "fp32"
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def hardware(cfg: TrainConfig) -> dict[str, Any]:
+    """What a stage ran on, for its manifest: step times differ by 2x between CPUs (one with bf16
+    instructions, one without), so a time read without this cannot be compared.
+
+    >>> sorted(hardware(TrainConfig(device="cpu", precision="fp32")))
+    ['device', 'precision', 'processor', 'threads']
+    """
+    import torch
+
+    if on_cpu(cfg):
+        device = "cpu"
+    else:
+        device = f"cuda: {torch.cuda.get_device_name(0)}"
+    return {
+        "device": device,
+        "processor": processor_name(),
+        "threads": torch.get_num_threads(),
+        "precision": precision(cfg),
+    }
+
+
+def processor_name() -> str:
+    """The CPU's model name (Linux: ``/proc/cpuinfo``), else what ``platform`` knows."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def training_arguments(cfg: TrainConfig) -> dict[str, Any]:
@@ -409,6 +445,7 @@ def run_trainer(
         seconds=round(seconds, 3),
         total_seconds=round(logger.prior_s + seconds, 3),
         cpu_seconds=round(cpu_seconds, 3),
+        hardware=manifest["hardware"],
         tokens=tokens,
         tokens_per_s=0.0,
         metrics=_final_metrics(logger.logs),
@@ -453,6 +490,7 @@ def manifest_for(
         "data_hash": data_hash,
         "config": cfg.to_dict(),
         "packages": package_versions(),
+        "hardware": hardware(cfg),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **(extra or {}),
     }

@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from .plan import SUITES
-from .results import PAPER, copy_probe_line, ifeval_sample
+from .results import PAPER, copy_probe_line, hardware_line, ifeval_sample
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328;padding:0 16px}
@@ -280,7 +280,9 @@ def render_report(results: dict[str, Any]) -> str:
     c = results.get("compute", {})
     html.append(
         f"<p class=meta>data {_n(c.get('data_s'), 0)} s · training {_n(c.get('train_s'), 0)} s · evaluation "
-        f"{_n(c.get('eval_s'), 0)} s · wall time of the last invocation {_n(c.get('wall_s'), 0)} s</p>"
+        f"{_n(c.get('eval_s'), 0)} s · wall time of the last invocation {_n(c.get('wall_s'), 0)} s"
+        + (f" · {escape(where)}" if (where := hardware_line(c.get("hardware") or [])) else "")
+        + "</p>"
     )
     html.append("</body></html>")
     return "\n".join(html)

@@ -308,6 +308,27 @@ def interval_table(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def hardware_line(machines: list[dict[str, Any]]) -> str:
+    """Where the study's arms trained, in words, for the compute line ("" when not recorded).
+
+    >>> hardware_line([{"device": "cpu", "processor": "AMD EPYC", "threads": 2, "precision": "fp32",
+    ...                 "arms": ["base", "hat"]}])
+    'trained on cpu (AMD EPYC), 2 threads, fp32'
+    >>> hardware_line([{"device": "cpu", "processor": "A", "threads": 2, "precision": "bf16", "arms": ["base"]},
+    ...                {"device": "cpu", "processor": "B", "threads": 2, "precision": "fp32", "arms": ["hat"]}])
+    'trained on cpu (A), 2 threads, bf16: base; cpu (B), 2 threads, fp32: hat'
+    """
+
+    def one(m: dict[str, Any]) -> str:
+        return f"{m.get('device')} ({m.get('processor')}), {m.get('threads')} threads, {m.get('precision')}"
+
+    if not machines:
+        return ""
+    if len(machines) == 1:
+        return "trained on " + one(machines[0])
+    return "trained on " + "; ".join(f"{one(m)}: {', '.join(m.get('arms', []))}" for m in machines)
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     """The study's table (arms × suites and slices, compute), the paper's numbers beside, and the goals."""
     lines = [
@@ -356,7 +377,8 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         (
             f"Compute: data {total.get('data_s', 0):.0f} s, training {total.get('train_s', 0):.0f} s, "
-            f"evaluation {total.get('eval_s', 0):.0f} s; wall time of the last invocation {total.get('wall_s', 0):.0f} s."
+            f"evaluation {total.get('eval_s', 0):.0f} s; wall time of the last invocation {total.get('wall_s', 0):.0f} s"
+            + (f"; {where}." if (where := hardware_line(total.get("hardware") or [])) else ".")
         ),
         "",
     ]

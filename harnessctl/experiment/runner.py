@@ -342,7 +342,10 @@ def _join_phases(first: dict[str, Any], second: dict[str, Any], name: str = "cop
     for phase, r in zip(phases, (first, second), strict=True):
         extra = r.get("extra") or {}
         if extra.get("heldout_loss") is not None:  # a distillation phase that scored held-out rows
-            phase.update({k: extra.get(k) for k in ("heldout_loss", "heldout_teacher_loss", "stopped_near_teacher_at")})
+            keys = ("heldout_loss", "heldout_teacher_loss", "stopped_near_teacher_at")
+            calls = ("heldout_call_match", "heldout_teacher_call_match")  # with heldout_calls=true
+            phase.update({k: extra.get(k) for k in keys})
+            phase.update({k: extra[k] for k in calls if extra.get(k) is not None})
     return {
         **second,
         "steps": offset + second.get("steps", 0),
@@ -502,6 +505,8 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
         # the whole chain from scratch: this arm's training plus its ancestors'
         "chain_train_s": round(_train_seconds(train) + sum(p.get("train_s", 0.0) for p in parents), 2),
         "chain_train_steps": train.get("steps", 0) + sum(p.get("train_steps", 0) for p in parents),
+        # where the times were measured (None for an arm trained before manifests recorded it)
+        "hardware": train.get("hardware"),
     }
     record = {
         "name": arm.name,
@@ -768,9 +773,31 @@ def collect(
             "train_s": round(sum(r["compute"]["train_s"] for r in records), 2),
             "eval_s": round(sum(r["compute"]["eval_s"] for r in records), 2),
             "wall_s": round(wall_s, 2),  # of this invocation (a resumed study reuses finished arms)
+            "hardware": arms_hardware(records),
         },
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def arms_hardware(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each distinct machine the arms trained on, with the arms it trained (a study resumed
+    elsewhere has more than one; arms without the record are left out).
+
+    >>> cpu = {"device": "cpu", "processor": "AMD EPYC", "threads": 2, "precision": "fp32"}
+    >>> arms_hardware([{"name": "base", "compute": {"hardware": cpu}}, {"name": "hat", "compute": {}}])
+    [{'device': 'cpu', 'processor': 'AMD EPYC', 'threads': 2, 'precision': 'fp32', 'arms': ['base']}]
+    """
+    out: list[dict[str, Any]] = []
+    for r in records:
+        hw = (r.get("compute") or {}).get("hardware")
+        if not hw:
+            continue
+        same = next((h for h in out if {k: v for k, v in h.items() if k != "arms"} == hw), None)
+        if same is None:
+            out.append({**hw, "arms": [r["name"]]})
+        else:
+            same["arms"].append(r["name"])
+    return out
 
 
 def write_outputs(root: Path, results: dict[str, Any]) -> None:

@@ -43,7 +43,8 @@ BUILD_FORMAT = 1
 @dataclass(frozen=True)
 class TinyModelConfig:
     """Shape of the tiny model and of its build. The defaults are the measured recipe that
-    learns to call renamed tools in minutes on two CPU cores (0.7 M parameters)."""
+    learns to call renamed tools in minutes on two CPU cores: about 1 M parameters, 0.65 M in the
+    layers and the rest in the tied embedding (its rows are the trained vocabulary)."""
 
     seed: int = 0
     vocab_size: int = field(default=4096, metadata={"help": "BPE vocabulary size, special tokens included"})

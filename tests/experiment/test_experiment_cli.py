@@ -144,6 +144,9 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     # how to reproduce it: the options that only split the work are not part of it
     assert "--quick" in results["command"] and "only" not in results["command"] and "--arm" not in results["command"]
     assert results["compute"]["data_s"] > 0  # built by the first run, remembered by the later ones
+    # the machine the times were measured on, with the arms it trained (all of them here)
+    [machine] = results["compute"]["hardware"]
+    assert machine["arms"] == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"] and machine["device"] == "cpu"
     study = out / "mini"
     assert [a["name"] for a in results["arms"]] == ["base", "fixed-sft", "hsa-sft", "hsa-sft-opd", "hat"]
     for arm in results["arms"]:
@@ -187,6 +190,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         and "| HAT (+ HSA-RL) |" in md
         and "94.8" in md
         and "73.8" in md
+        and f"trained on cpu ({machine['processor']}), {machine['threads']} threads, {machine['precision']}" in md
     )
     html = (study / "report.html").read_text()
     assert "95 % bootstrap intervals" in md and 'class="whisker"' in html

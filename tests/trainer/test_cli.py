@@ -55,6 +55,7 @@ def test_train_sft_prints_a_json_summary_and_evaluates_the_result(tiny_model_pat
     summary = json.loads(res.stdout)
     assert summary["stage"] == "sft" and summary["steps"] == 2 and summary["out"] == str(out)
     assert summary["tokens_per_s"] > 0 and summary["metrics"]["train_loss"] > 0
+    assert summary["hardware"]["device"] == "cpu" and summary["hardware"]["precision"] in ("bf16", "fp32")
     assert 0.0 <= summary["eval"]["scores"]["livestream"] <= 100.0
     assert (out / "train.json").is_file() and (out / "config.json").is_file()
 
@@ -162,6 +163,22 @@ def test_bad_options_are_one_clear_message_and_exit_2(tiny_model_path, trajector
     res = runner.invoke(app, argv)
     assert res.exit_code == 2, res.output
     assert message in res.output and "Traceback" not in res.output
+
+
+def test_the_summary_names_the_machine_a_time_was_measured_on(monkeypatch, tmp_path):
+    import trainer.stages
+    from trainer.common import TrainResult
+
+    def finished(stage, cfg, **kwargs):
+        hardware = {"device": "cpu", "processor": "Example CPU 9000", "threads": 2, "precision": "fp32"}
+        return TrainResult(
+            stage=stage, out=cfg.out, steps=3, seconds=1.0, tokens=10, tokens_per_s=10.0, hardware=hardware
+        )
+
+    monkeypatch.setattr(trainer.stages, "run_stage", finished)
+    res = runner.invoke(app, ["train", "base", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "cpu (Example CPU 9000), 2 threads, fp32" in " ".join(res.output.split())
 
 
 def test_an_interrupted_run_exits_130_and_says_how_to_resume(monkeypatch, tmp_path):

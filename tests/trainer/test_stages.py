@@ -36,6 +36,9 @@ def test_sft_changes_the_weights_and_writes_a_manifest_beside_every_checkpoint(
         assert manifest["stage"] == "sft" and manifest["parent"] == str(tiny_model_path)
         assert len(manifest["data_hash"]) == 64 and manifest["config"]["data"] == str(trajectories_dir)
         assert {"torch", "transformers", "trl"} <= set(manifest["packages"])
+        # where it ran, so a step time can be compared with another machine's: the precision resolved
+        assert manifest["hardware"]["device"] == "cpu" and manifest["hardware"]["threads"] >= 1
+        assert manifest["hardware"]["precision"] in ("bf16", "fp32") and manifest["hardware"]["processor"]
     losses = [row["loss"] for row in result.log if "loss" in row]
     assert len(losses) == 4 and all(loss > 0 for loss in losses)
     # the dataset's held-out rows are scored at every checkpoint: memorisation shows as a gap
