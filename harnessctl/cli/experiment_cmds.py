@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -74,6 +74,14 @@ def hat(
             "the cores shared out.",
         ),
     ] = 1,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="Train nothing: time a few steps of every phase on this machine (a few minutes) and "
+            "project the plan's training time against the 90-minute budget.",
+        ),
+    ] = False,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT.
 
@@ -101,6 +109,11 @@ def hat(
             plan = apply_overrides((quick_plan if quick else full_plan)(seed=seed, ablations=ablations), set_ or [])
         except PlanError as e:
             raise CLIError(str(e)) from None
+        if estimate:
+            if train_only or eval_only or arm:
+                raise CLIError("--estimate trains nothing of the study: leave out --train-only, --eval-only and --arm")
+            _estimate(plan, as_json)
+            return
         from harnessctl.experiment.runner import run_study
 
         command = (
@@ -138,6 +151,38 @@ def hat(
         out.print(f"evaluate with the same command without --train-only (folder {out_dir / name})")
         return
     _print(results, out_dir / name)
+
+
+def _estimate(plan: Any, as_json: bool) -> None:
+    from harnessctl.experiment import PlanError, StudyError, StudyInterrupted
+    from harnessctl.experiment.estimate import estimate_study, format_minutes
+
+    err.print(f"[dim]timing a few steps of every phase of the {plan.preset} plan on this machine[/]")
+    try:
+        result = estimate_study(plan, say=lambda m: err.print(f"[dim]{m}[/]"), progress=not as_json)
+    except (StudyError, PlanError) as e:
+        raise CLIError(str(e)) from None
+    except StudyInterrupted:
+        err.print("[yellow]interrupted:[/] the estimate's scratch folder is removed; nothing of a study was written")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if as_json:
+        print_json(result.to_dict())
+        return
+    table = Table(title=f"{plan.preset} study: training time projected on this machine")
+    for column in ("arm", "phase", "steps", "s/step", "projected"):
+        table.add_column(column, justify="left" if column in ("arm", "phase") else "right")
+    for p in result.phases:
+        table.add_row(p.arm, p.phase, str(p.planned_steps), f"{p.seconds_per_step:.2f}", format_minutes(p.projected_s))
+    table.add_row("datasets", "", "", "", format_minutes(result.data_s))
+    out.print(table)
+    hw = result.hardware
+    if hw:
+        out.print(f"on {hw['device']} ({hw['processor']}), {hw['threads']} threads, {hw['precision']}")
+    verdict = "within" if result.fits_budget else "over"
+    out.print(
+        f"training about {format_minutes(result.total_s)}, {verdict} the 90-minute budget "
+        f"(evaluation not counted; an anchor phase counted at its max_steps; probe took {result.probe_s:.0f} s)"
+    )
 
 
 def _study_args(argv: list[str]) -> list[str]:

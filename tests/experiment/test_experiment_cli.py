@@ -227,6 +227,57 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert "continue it with the options it was started with (--quick --set base_model=" in other.stderr
 
 
+def test_estimate_times_every_phase_here_projects_the_plans_steps_and_trains_no_study(tiny_model_path, tmp_path):
+    # a plan with both second phases (copy, anchor), as the full preset has
+    phases = ["--set", "copy.max_steps=50", "--set", "anchor.max_steps=20", "--set", "anchor.n_prompts=4"]
+    cmd = cli("--quick", *tiny_study(tiny_model_path), *phases, "--out", str(tmp_path / "studies"), "--estimate")
+    res = subprocess.run([*cmd, "--json"], cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    estimate = json.loads(res.stdout)
+    rows = [(p["arm"], p["phase"], p["planned_steps"]) for p in estimate["phases"]]
+    assert rows == [
+        ("base", "general", 1),
+        ("base", "copy", 50),
+        ("fixed-sft", "general", 1),
+        ("hsa-sft", "general", 1),
+        ("hsa-sft-opd", "general", 1),
+        ("hsa-sft-opd", "anchor", 20),
+        ("hat", "general", 1),
+    ]
+    # each phase timed for real, a few steps, on this machine
+    assert all(p["probe_steps"] == 3 and p["seconds_per_step"] > 0 for p in estimate["phases"])
+    assert estimate["total_s"] == pytest.approx(
+        estimate["data_s"] + sum(p["projected_s"] for p in estimate["phases"]), abs=1
+    )
+    assert estimate["fits_budget"] is True and estimate["hardware"]["device"] == "cpu"
+    assert not (tmp_path / "studies").exists()  # nothing of a study is written: the probe ran in a scratch folder
+
+
+def test_estimate_says_when_the_plan_is_over_the_90_minute_budget_and_on_what_machine(monkeypatch):
+    from typer.testing import CliRunner
+
+    import harnessctl.experiment.estimate as estimate
+    from harnessctl.cli.main import app
+
+    cpu = {"device": "cpu", "processor": "Example CPU", "threads": 2, "precision": "fp32"}
+    slow = estimate.StudyEstimate(
+        [
+            estimate.PhaseEstimate("base", "copy", 2500, 3, 1.1),
+            estimate.PhaseEstimate("fixed-sft", "general", 600, 3, 4.2),
+            estimate.PhaseEstimate("hsa-sft", "general", 600, 3, 4.2),
+        ],
+        data_s=40.0,
+        probe_s=120.0,
+        hardware=cpu,
+    )
+    monkeypatch.setattr(estimate, "estimate_study", lambda plan, **kw: slow)
+    res = CliRunner().invoke(app, ["experiment", "hat", "--estimate"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "training about 2 h 10 min, over the 90-minute budget" in text  # 2,750 + 2 x 2,520 + 40 s
+    assert "cpu (Example CPU), 2 threads, fp32" in text and "2500" in text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -237,6 +288,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         (["--id", "../up"], "--id"),
         (["--arm", "base"], "add --train-only"),
         (["--train-only", "--arm", "nope"], "not an arm of this study"),
+        (["--estimate", "--train-only"], "--estimate trains nothing"),
     ],
 )
 def test_bad_input_is_one_clear_message_and_exit_2(tmp_path, args, message):

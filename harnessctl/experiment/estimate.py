@@ -1,0 +1,173 @@
+"""How long a study's training will take on this machine, before it starts: a probe study with
+every phase of every arm cut to a few steps (and a small dataset) trains for real in a scratch
+folder, and each phase's measured seconds per step is multiplied by the steps the plan asks for.
+
+Why measure rather than quote: the same full preset took 76 minutes on one pair of cores (bf16)
+and about two and a half hours on another (AVX2 only, fp32); the 90 minutes a study is held to
+depend on the processor.
+
+The projection counts training and the datasets. It leaves out evaluation, and an anchor phase
+counted at its ``max_steps`` (it may stop sooner). Steps of a 3-step probe include the first
+step's warm-up, so the figure leans high.
+
+>>> from harnessctl.experiment import full_plan
+>>> estimate = estimate_study(full_plan(), "/tmp/probe")   # doctest: +SKIP
+>>> print(estimate.summary())                               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .plan import StudyPlan, apply_overrides
+
+#: Steps each phase of the probe trains: enough to time a step, few enough to take minutes.
+PROBE_STEPS = 3
+#: Trajectory cases of the probe's datasets (rows as long as the study's; only fewer of them).
+PROBE_CASES = 48
+#: The budget a full study is held to.
+BUDGET_S = 90 * 60
+
+
+@dataclass
+class PhaseEstimate:
+    """One training phase of one arm: the steps planned and the time a step took in the probe."""
+
+    arm: str
+    phase: str
+    planned_steps: int
+    probe_steps: int
+    seconds_per_step: float
+
+    @property
+    def projected_s(self) -> float:
+        return self.planned_steps * self.seconds_per_step
+
+
+@dataclass
+class StudyEstimate:
+    """The projected training time of a plan on this machine, phase by phase.
+
+    >>> e = StudyEstimate([PhaseEstimate("base", "general", 300, 3, 1.3)], data_s=40.0, probe_s=200.0)
+    >>> round(e.total_s), e.fits_budget
+    (430, True)
+    """
+
+    phases: list[PhaseEstimate]
+    data_s: float
+    probe_s: float
+    hardware: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_s(self) -> float:
+        return self.data_s + sum(p.projected_s for p in self.phases)
+
+    @property
+    def fits_budget(self) -> bool:
+        return self.total_s <= BUDGET_S
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phases": [{**asdict(p), "projected_s": round(p.projected_s, 1)} for p in self.phases],
+            "data_s": round(self.data_s, 1),
+            "total_s": round(self.total_s, 1),
+            "budget_s": BUDGET_S,
+            "fits_budget": self.fits_budget,
+            "probe_s": round(self.probe_s, 1),
+            "hardware": self.hardware,
+            "leaves_out": "evaluation; an anchor phase is counted at its max_steps",
+        }
+
+
+def probe_plan(plan: StudyPlan) -> StudyPlan:
+    """``plan`` with every phase cut to :data:`PROBE_STEPS` steps and :data:`PROBE_CASES` cases;
+    held-out scoring off (scored at the first and the last step of so short a run, it would
+    count several times over), and an anchor phase that does not stop early.
+
+    >>> from harnessctl.experiment import full_plan
+    >>> p = probe_plan(full_plan())
+    >>> p.data_n, p.stage_overrides["copy"]["max_steps"], p.stage_overrides["anchor"]["stop_near_teacher"]
+    (48, '3', '0')
+    """
+    sets = [f"data_n={min(plan.data_n, PROBE_CASES)}", f"data_variants={min(plan.data_variants, PROBE_CASES)}"]
+    for stage in ("base", "sft", "distill", "rl"):
+        sets.append(f"{stage}.max_steps={PROBE_STEPS}")
+    sets += [f"base.rows={PROBE_CASES * 2}", "distill.heldout=", "sft.heldout_rows=0"]
+    if plan.copy_phase():
+        sets.append(f"copy.max_steps={PROBE_STEPS}")
+    if plan.anchor_phase():
+        sets += [f"anchor.max_steps={PROBE_STEPS}", "anchor.stop_near_teacher=0", "anchor.heldout="]
+    return apply_overrides(plan, sets)
+
+
+def planned_steps(plan: StudyPlan, root: Path) -> dict[tuple[str, str], int]:
+    """``{(arm, phase): max_steps}`` as ``plan`` would train them (phase ``general`` for a
+    one-phase arm, then ``copy`` or ``anchor`` for its second phase)."""
+    from .runner import anchor_phase_config, copy_phase_config, stage_config
+
+    steps: dict[tuple[str, str], int] = {}
+    for arm in plan.arms():
+        steps[(arm.name, "general")] = int(stage_config(plan, arm, root).max_steps)
+        if arm.stage == "base" and plan.copy_phase():
+            steps[(arm.name, "copy")] = int(copy_phase_config(plan, root).max_steps)
+        if arm.stage == "distill" and plan.anchor_phase():
+            steps[(arm.name, "anchor")] = int(anchor_phase_config(plan, arm, root).max_steps)
+    return steps
+
+
+def _phase_times(record: dict[str, Any]) -> dict[str, tuple[int, float]]:
+    """``{phase: (steps, seconds)}`` from an arm's ``train.json``."""
+    from .runner import _train_seconds
+
+    if record.get("phases"):
+        return {p["phase"]: (int(p["steps"]), float(p["seconds"])) for p in record["phases"]}
+    return {"general": (int(record.get("steps", 0)), _train_seconds(record))}
+
+
+def estimate_study(
+    plan: StudyPlan, work: str | Path | None = None, *, say: Callable[[str], None] = print, progress: bool = False
+) -> StudyEstimate:
+    """Train ``plan``'s probe (:func:`probe_plan`) in ``work`` (a scratch folder when None,
+    removed after) and project each phase's measured time per step onto the plan's steps."""
+    from .runner import _read_json, build_datasets, train_arms
+
+    probe = probe_plan(plan)
+    scratch = work is None
+    root = Path(tempfile.mkdtemp(prefix="harnessctl-estimate-")) if scratch else Path(work)
+    started = time.perf_counter()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        planned = planned_steps(plan, root)
+        data = build_datasets(probe, root, say)
+        data_s = sum(float(d.get("seconds", 0.0)) for d in data.values()) * plan.data_n / probe.data_n
+        train_arms(probe, probe.arms(), root, say, progress)
+        phases, hardware = [], {}
+        for arm in plan.arms():
+            record = _read_json(root / "arms" / arm.name / "train.json") or {}
+            hardware = record.get("hardware") or hardware
+            times = _phase_times(record)
+            for (name, phase), steps in planned.items():
+                if name != arm.name or phase not in times:
+                    continue
+                done, seconds = times[phase]
+                phases.append(PhaseEstimate(name, phase, steps, done, seconds / max(done, 1)))
+        return StudyEstimate(phases, data_s, time.perf_counter() - started, hardware)
+    finally:
+        if scratch:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def format_minutes(seconds: float) -> str:
+    """``95 min`` or ``2 h 35 min``.
+
+    >>> format_minutes(5700), format_minutes(9300), format_minutes(20)
+    ('95 min', '2 h 35 min', '0 min')
+    """
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60} min"
