@@ -1,5 +1,5 @@
 """How long a study's training will take on this machine, before it starts: a probe study with
-every phase of every arm cut to a few steps (and a small dataset) trains for real in a scratch
+every phase of every arm cut to a few steps (and a tenth of the dataset) trains for real in a scratch
 folder, and each phase's measured seconds per step is multiplied by the steps the plan asks for.
 
 Why measure rather than quote: the same full preset took 76 minutes on one pair of cores (bf16)
@@ -29,7 +29,10 @@ from .plan import StudyPlan, apply_overrides
 
 #: Steps each phase of the probe trains: enough to time a step, few enough to take minutes.
 PROBE_STEPS = 3
-#: Trajectory cases of the probe's datasets (rows as long as the study's; only fewer of them).
+#: Share of the plan's trajectory cases the probe's datasets hold (48 at least): enough rows for
+#: SFT's length-grouped batches to pad as little as the study's, and for the datasets' fixed costs
+#: to count little when their time is scaled up.
+PROBE_SHARE = 0.1
 PROBE_CASES = 48
 #: The budget a full study is held to.
 BUDGET_S = 90 * 60
@@ -86,16 +89,18 @@ class StudyEstimate:
 
 
 def probe_plan(plan: StudyPlan) -> StudyPlan:
-    """``plan`` with every phase cut to :data:`PROBE_STEPS` steps and :data:`PROBE_CASES` cases;
+    """``plan`` with every phase cut to :data:`PROBE_STEPS` steps and a tenth of its cases;
     held-out scoring off (scored at the first and the last step of so short a run, it would
     count several times over), and an anchor phase that does not stop early.
 
     >>> from harnessctl.experiment import full_plan
     >>> p = probe_plan(full_plan())
     >>> p.data_n, p.stage_overrides["copy"]["max_steps"], p.stage_overrides["anchor"]["stop_near_teacher"]
-    (48, '3', '0')
+    (600, '3', '0')
     """
-    sets = [f"data_n={min(plan.data_n, PROBE_CASES)}", f"data_variants={min(plan.data_variants, PROBE_CASES)}"]
+    cases = min(plan.data_n, max(PROBE_CASES, round(plan.data_n * PROBE_SHARE)))
+    variants = min(plan.data_variants, max(PROBE_CASES, round(plan.data_variants * PROBE_SHARE)))
+    sets = [f"data_n={cases}", f"data_variants={variants}"]
     for stage in ("base", "sft", "distill", "rl"):
         sets.append(f"{stage}.max_steps={PROBE_STEPS}")
     sets += [f"base.rows={PROBE_CASES * 2}", "distill.heldout=", "sft.heldout_rows=0"]
@@ -130,12 +135,31 @@ def _phase_times(record: dict[str, Any]) -> dict[str, tuple[int, float]]:
     return {"general": (int(record.get("steps", 0)), _train_seconds(record))}
 
 
+def sft_seconds_per_step(record: dict[str, Any], cfg: Any) -> float | None:
+    """An SFT step's seconds for a batch of average rows: the probe's seconds per trained token
+    times the tokens of ``cfg``'s batch at the dataset's mean row length. Per step alone would
+    lean high: length-grouped batches put the longest rows first, and the probe trains only those.
+
+    >>> sft_seconds_per_step({"seconds": 12.0, "tokens": 24000, "extra": {"rows": 10, "row_tokens": 10000}},
+    ...                      type("Cfg", (), {"per_device_batch_size": 8, "gradient_accumulation_steps": 1}))
+    4.0
+    """
+    extra = record.get("extra") or {}
+    tokens, rows, row_tokens = record.get("tokens"), extra.get("rows"), extra.get("row_tokens")
+    if not (tokens and rows and row_tokens):
+        return None
+    from .runner import _train_seconds
+
+    rows_per_step = int(cfg.per_device_batch_size) * int(cfg.gradient_accumulation_steps)
+    return round(_train_seconds(record) / tokens * rows_per_step * row_tokens / rows, 4)
+
+
 def estimate_study(
     plan: StudyPlan, work: str | Path | None = None, *, say: Callable[[str], None] = print, progress: bool = False
 ) -> StudyEstimate:
     """Train ``plan``'s probe (:func:`probe_plan`) in ``work`` (a scratch folder when None,
     removed after) and project each phase's measured time per step onto the plan's steps."""
-    from .runner import _read_json, build_datasets, train_arms
+    from .runner import _read_json, build_datasets, stage_config, train_arms
 
     probe = probe_plan(plan)
     scratch = work is None
@@ -156,7 +180,10 @@ def estimate_study(
                 if name != arm.name or phase not in times:
                     continue
                 done, seconds = times[phase]
-                phases.append(PhaseEstimate(name, phase, steps, done, seconds / max(done, 1)))
+                per_step = seconds / max(done, 1)
+                if arm.stage == "sft":
+                    per_step = sft_seconds_per_step(record, stage_config(plan, arm, root)) or per_step
+                phases.append(PhaseEstimate(name, phase, steps, done, per_step))
         return StudyEstimate(phases, data_s, time.perf_counter() - started, hardware)
     finally:
         if scratch:
