@@ -298,6 +298,10 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs:
                 self.logs.append(_numeric_row(logs, state.global_step))
+                if state.log_history:
+                    # seconds trained up to this row, resumes included: a step's time without the
+                    # first step's warm-up (``experiment hat --estimate`` reads it), and the curve in time
+                    state.log_history[-1]["elapsed_s"] = round(self.prior_s + time.perf_counter() - self.started, 3)
 
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"

@@ -7,8 +7,9 @@ and about two and a half hours on another (AVX2 only, fp32); the 90 minutes a st
 depend on the processor.
 
 The projection counts training and the datasets. It leaves out evaluation, and an anchor phase
-counted at its ``max_steps`` (it may stop sooner). Steps of a 3-step probe include the first
-step's warm-up, so the figure leans high.
+counted at its ``max_steps`` (it may stop sooner). A step is timed after the probe's first,
+which carries the warm-up (the trainer logs the elapsed time of every row); an untrained policy's
+RL episodes run long, so that figure leans high.
 
 >>> from harnessctl.experiment import full_plan
 >>> estimate = estimate_study(full_plan(), "/tmp/probe")   # doctest: +SKIP
@@ -126,32 +127,77 @@ def planned_steps(plan: StudyPlan, root: Path) -> dict[tuple[str, str], int]:
     return steps
 
 
-def _phase_times(record: dict[str, Any]) -> dict[str, tuple[int, float]]:
-    """``{phase: (steps, seconds)}`` from an arm's ``train.json``."""
+@dataclass
+class ProbePhase:
+    """What the probe measured of one phase: its steps, its seconds, and its logged rows."""
+
+    steps: int
+    seconds: float
+    log: list[dict[str, float]]
+
+    def seconds_per_step(self) -> float:
+        """Seconds a step took after the first (which carries the warm-up) where the log has the
+        elapsed time of two steps or more; else the phase's mean.
+
+        >>> ProbePhase(3, 9.0, [{"step": 1, "elapsed_s": 5.0}, {"step": 3, "elapsed_s": 9.0}]).seconds_per_step()
+        2.0
+        >>> ProbePhase(3, 9.0, []).seconds_per_step()
+        3.0
+        """
+        span = self._span("elapsed_s")
+        return span[1] / span[0] if span else self.seconds / max(self.steps, 1)
+
+    def seconds_per_token(self) -> float | None:
+        """Seconds per trained token over the same steps (``num_tokens`` is cumulative in the log)."""
+        span, tokens = self._span("elapsed_s"), self._span("num_tokens")
+        if span and tokens and tokens[1] > 0:
+            return span[1] / tokens[1]
+        return None
+
+    def _span(self, key: str) -> tuple[float, float] | None:
+        rows = [(r["step"], r[key]) for r in self.log if key in r and "step" in r]
+        if len(rows) < 2 or rows[-1][0] <= rows[0][0]:
+            return None
+        return rows[-1][0] - rows[0][0], rows[-1][1] - rows[0][1]
+
+
+def probe_phases(record: dict[str, Any]) -> dict[str, ProbePhase]:
+    """``{phase: ProbePhase}`` from an arm's ``train.json`` (a two-phase arm's joined log is split
+    at the first phase's last step; the second phase's steps are numbered after it)."""
     from .runner import _train_seconds
 
-    if record.get("phases"):
-        return {p["phase"]: (int(p["steps"]), float(p["seconds"])) for p in record["phases"]}
-    return {"general": (int(record.get("steps", 0)), _train_seconds(record))}
+    log = list(record.get("log") or [])
+    if not record.get("phases"):
+        return {"general": ProbePhase(int(record.get("steps", 0)), _train_seconds(record), log)}
+    first, second = record["phases"][0], record["phases"][1]
+    cut = int(first["steps"])
+    return {
+        first["phase"]: ProbePhase(cut, float(first["seconds"]), [r for r in log if r.get("step", 0) <= cut]),
+        second["phase"]: ProbePhase(
+            int(second["steps"]), float(second["seconds"]), [r for r in log if r.get("step", 0) > cut]
+        ),
+    }
 
 
-def sft_seconds_per_step(record: dict[str, Any], cfg: Any) -> float | None:
+def sft_seconds_per_step(phase: ProbePhase, record: dict[str, Any], cfg: Any) -> float | None:
     """An SFT step's seconds for a batch of average rows: the probe's seconds per trained token
     times the tokens of ``cfg``'s batch at the dataset's mean row length. Per step alone would
     lean high: length-grouped batches put the longest rows first, and the probe trains only those.
 
-    >>> sft_seconds_per_step({"seconds": 12.0, "tokens": 24000, "extra": {"rows": 10, "row_tokens": 10000}},
+    >>> log = [{"step": 1, "elapsed_s": 6.0, "num_tokens": 8000}, {"step": 3, "elapsed_s": 14.0, "num_tokens": 24000}]
+    >>> sft_seconds_per_step(ProbePhase(3, 14.0, log), {"extra": {"rows": 10, "row_tokens": 10000}},
     ...                      type("Cfg", (), {"per_device_batch_size": 8, "gradient_accumulation_steps": 1}))
     4.0
     """
     extra = record.get("extra") or {}
-    tokens, rows, row_tokens = record.get("tokens"), extra.get("rows"), extra.get("row_tokens")
-    if not (tokens and rows and row_tokens):
+    rows, row_tokens = extra.get("rows"), extra.get("row_tokens")
+    per_token = phase.seconds_per_token()
+    if per_token is None and record.get("tokens"):
+        per_token = phase.seconds / float(record["tokens"])
+    if not (per_token and rows and row_tokens):
         return None
-    from .runner import _train_seconds
-
     rows_per_step = int(cfg.per_device_batch_size) * int(cfg.gradient_accumulation_steps)
-    return round(_train_seconds(record) / tokens * rows_per_step * row_tokens / rows, 4)
+    return round(per_token * rows_per_step * row_tokens / rows, 4)
 
 
 def estimate_study(
@@ -175,15 +221,15 @@ def estimate_study(
         for arm in plan.arms():
             record = _read_json(root / "arms" / arm.name / "train.json") or {}
             hardware = record.get("hardware") or hardware
-            times = _phase_times(record)
+            measured = probe_phases(record)
             for (name, phase), steps in planned.items():
-                if name != arm.name or phase not in times:
+                if name != arm.name or phase not in measured:
                     continue
-                done, seconds = times[phase]
-                per_step = seconds / max(done, 1)
+                probe_phase = measured[phase]
+                per_step = probe_phase.seconds_per_step()
                 if arm.stage == "sft":
-                    per_step = sft_seconds_per_step(record, stage_config(plan, arm, root)) or per_step
-                phases.append(PhaseEstimate(name, phase, steps, done, per_step))
+                    per_step = sft_seconds_per_step(probe_phase, record, stage_config(plan, arm, root)) or per_step
+                phases.append(PhaseEstimate(name, phase, steps, probe_phase.steps, per_step))
         return StudyEstimate(phases, data_s, time.perf_counter() - started, hardware)
     finally:
         if scratch:

@@ -41,6 +41,9 @@ def test_sft_changes_the_weights_and_writes_a_manifest_beside_every_checkpoint(
         assert manifest["hardware"]["precision"] in ("bf16", "fp32") and manifest["hardware"]["processor"]
     losses = [row["loss"] for row in result.log if "loss" in row]
     assert len(losses) == 4 and all(loss > 0 for loss in losses)
+    # each logged step says when it was logged: a step's time without the first step's warm-up
+    elapsed = [row["elapsed_s"] for row in result.log if "loss" in row]
+    assert elapsed == sorted(elapsed) and 0 < elapsed[-1] <= result.seconds
     # the dataset's held-out rows are scored at every checkpoint: memorisation shows as a gap
     heldout = [(row["step"], row["eval_loss"]) for row in result.log if "eval_loss" in row]
     assert [step for step, _ in heldout] == [2.0, 4.0] and all(loss > 0 for _, loss in heldout)
