@@ -179,6 +179,15 @@ def hardware(cfg: TrainConfig) -> dict[str, Any]:
     }
 
 
+def hardware_text(hw: dict[str, Any]) -> str:
+    """:func:`hardware`'s record in words, as summaries and reports print it.
+
+    >>> hardware_text({"device": "cpu", "processor": "AMD EPYC", "threads": 2, "precision": "fp32"})
+    'cpu (AMD EPYC), 2 threads, fp32'
+    """
+    return f"{hw.get('device')} ({hw.get('processor')}), {hw.get('threads')} threads, {hw.get('precision')}"
+
+
 def processor_name() -> str:
     """The CPU's model name (Linux: ``/proc/cpuinfo``), else what ``platform`` knows."""
     import platform

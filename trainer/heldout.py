@@ -36,6 +36,7 @@ class HeldoutScorer:
         if not self.rows:
             raise TrainError(f"heldout: none of its {len(rows)} rows fits the model's {max_positions} positions")
         self.cfg = cfg
+        self._calls: list[tuple[str, tuple[str, str | None]]] | None = None
 
     @classmethod
     def from_path(cls, path: str | Path, n: int, tokenizer: Any, cfg: Any, max_positions: int = 0) -> HeldoutScorer:
@@ -49,33 +50,45 @@ class HeldoutScorer:
         same skill. Where the loss averages every assistant token, this is the choice alone."""
         import torch
 
-        from harnessctl.augment.trajectories import _plain_messages
-
-        turns = [(before, want, row["tools"]) for row in self.rows for before, want in call_turns(row)]
+        turns = self._call_prompts()
         if not turns:
             return 0.0
         tok = copy.copy(self.tokenizer)
         tok.padding_side = "left"
+        size = max(1, self.cfg.per_device_batch_size)
         was_training = model.training
         model.eval()
         hits = 0
         try:
-            for start in range(0, len(turns), max(1, self.cfg.per_device_batch_size)):
-                batch = turns[start : start + max(1, self.cfg.per_device_batch_size)]
-                texts = [
-                    tok.apply_chat_template(_plain_messages(b), tools=t, add_generation_prompt=True, tokenize=False)
-                    for b, _, t in batch
-                ]
-                enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+            for start in range(0, len(turns), size):
+                batch = turns[start : start + size]
+                enc = tok([text for text, _ in batch], return_tensors="pt", padding=True, add_special_tokens=False)
+                enc = enc.to(model.device)
                 with torch.no_grad():
                     out = model.generate(
                         **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id
                     )
                 answers = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=False)
-                hits += sum(first_call(text) == want for text, (_, want, _) in zip(answers, batch, strict=True))
+                hits += sum(first_call(text) == want for text, (_, want) in zip(answers, batch, strict=True))
         finally:
             model.train(was_training)
         return round(hits / len(turns), 4)
+
+    def _call_prompts(self) -> list[tuple[str, tuple[str, str | None]]]:
+        """Each tool-calling turn's prompt text and its call, rendered once: the rows do not change
+        between the checks of a run."""
+        if self._calls is None:
+            self._calls = [
+                (
+                    self.tokenizer.apply_chat_template(
+                        before, tools=row["tools"], add_generation_prompt=True, tokenize=False
+                    ),
+                    want,
+                )
+                for row in self.rows
+                for before, want in call_turns(row)
+            ]
+        return self._calls
 
     def loss(self, model: Any) -> float:
         """``model``'s loss on the rows (no gradient; the model's train/eval mode is restored)."""
@@ -112,30 +125,27 @@ class HeldoutScorer:
 
 def call_turns(row: dict[str, Any]) -> list[tuple[list[dict[str, Any]], tuple[str, str | None]]]:
     """Each assistant turn of ``row`` that calls a tool, as ``(the messages before it, its first
-    call)``; a call is ``(tool name, its "name" argument)``, so a skill load is told by the skill
-    it loads.
+    call)``, the messages as the chat template takes them
+    (:func:`~harnessctl.augment.trajectories.chat_template_inputs`); a call is ``(tool name, its
+    "name" argument)``, so a skill load is told by the skill it loads.
 
     >>> row = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "",
     ...        "tool_calls": [{"function": {"name": "load_skill", "arguments": '{"name": "pricing"}'}}]}]}
     >>> call_turns(row)[0][1]
     ('load_skill', 'pricing')
     """
-    import json
+    from harnessctl.augment.trajectories import chat_template_inputs
 
+    messages, _ = chat_template_inputs({"messages": row["messages"], "tools": row.get("tools") or []})
     out = []
-    for i, message in enumerate(row["messages"]):
+    for i, message in enumerate(messages):
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
         if not calls:
             continue
         fn = calls[0].get("function") or {}
         args = fn.get("arguments")
-        if isinstance(args, str):
-            try:
-                args = json.loads(args or "{}")
-            except json.JSONDecodeError:
-                args = {}
         skill = args.get("name") if isinstance(args, dict) else None
-        out.append((row["messages"][:i], (str(fn.get("name")), str(skill) if skill is not None else None)))
+        out.append((messages[:i], (str(fn.get("name")), str(skill) if skill is not None else None)))
     return out
 
 

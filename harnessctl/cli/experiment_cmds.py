@@ -175,9 +175,10 @@ def _estimate(plan: Any, as_json: bool) -> None:
         table.add_row(p.arm, p.phase, str(p.planned_steps), f"{p.seconds_per_step:.2f}", format_minutes(p.projected_s))
     table.add_row("datasets", "", "", "", format_minutes(result.data_s))
     out.print(table)
-    hw = result.hardware
-    if hw:
-        out.print(f"on {hw['device']} ({hw['processor']}), {hw['threads']} threads, {hw['precision']}")
+    if result.hardware:
+        from trainer.common import hardware_text
+
+        out.print(f"on {hardware_text(result.hardware)}")
     verdict = "within" if result.fits_budget else "over"
     out.print(
         f"training about {format_minutes(result.total_s)}, {verdict} the 90-minute budget "

@@ -248,9 +248,10 @@ def _print_summary(result: Any, log: list[dict[str, float]]) -> None:
         time_text += f" ({result.total_seconds:.1f} s with the runs before the resume)"
     table.add_row("time", time_text)
     table.add_row("tokens/s", f"{result.tokens_per_s:.0f}")
-    hw = result.hardware
-    if hw:  # a time means little without the machine: bf16 instructions alone change it by 20 %
-        table.add_row("on", f"{hw['device']} ({hw['processor']}), {hw['threads']} threads, {hw['precision']}")
+    if result.hardware:  # a time means little without the machine: bf16 instructions alone change it by 20 %
+        from trainer.common import hardware_text
+
+        table.add_row("on", hardware_text(result.hardware))
     for key in ("loss", "reward", "grad_norm"):
         if key in result.metrics:
             table.add_row(key, f"{result.metrics[key]:.4g}")

@@ -12,8 +12,9 @@ which carries the warm-up (the trainer logs the elapsed time of every row); an u
 RL episodes run long, so that figure leans high.
 
 >>> from harnessctl.experiment import full_plan
->>> estimate = estimate_study(full_plan(), "/tmp/probe")   # doctest: +SKIP
->>> print(estimate.summary())                               # doctest: +SKIP
+>>> estimate = estimate_study(full_plan())                  # doctest: +SKIP
+>>> format_minutes(estimate.total_s), estimate.fits_budget  # doctest: +SKIP
+('2 h 40 min', False)
 """
 
 from __future__ import annotations
@@ -112,19 +113,19 @@ def probe_plan(plan: StudyPlan) -> StudyPlan:
     return apply_overrides(plan, sets)
 
 
-def planned_steps(plan: StudyPlan, root: Path) -> dict[tuple[str, str], int]:
-    """``{(arm, phase): max_steps}`` as ``plan`` would train them (phase ``general`` for a
+def planned_configs(plan: StudyPlan, root: Path) -> dict[tuple[str, str], Any]:
+    """``{(arm, phase): trainer config}`` as ``plan`` would train them (phase ``general`` for a
     one-phase arm, then ``copy`` or ``anchor`` for its second phase)."""
     from .runner import anchor_phase_config, copy_phase_config, stage_config
 
-    steps: dict[tuple[str, str], int] = {}
+    configs: dict[tuple[str, str], Any] = {}
     for arm in plan.arms():
-        steps[(arm.name, "general")] = int(stage_config(plan, arm, root).max_steps)
+        configs[(arm.name, "general")] = stage_config(plan, arm, root)
         if arm.stage == "base" and plan.copy_phase():
-            steps[(arm.name, "copy")] = int(copy_phase_config(plan, root).max_steps)
+            configs[(arm.name, "copy")] = copy_phase_config(plan, root)
         if arm.stage == "distill" and plan.anchor_phase():
-            steps[(arm.name, "anchor")] = int(anchor_phase_config(plan, arm, root).max_steps)
-    return steps
+            configs[(arm.name, "anchor")] = anchor_phase_config(plan, arm, root)
+    return configs
 
 
 @dataclass
@@ -205,7 +206,7 @@ def estimate_study(
 ) -> StudyEstimate:
     """Train ``plan``'s probe (:func:`probe_plan`) in ``work`` (a scratch folder when None,
     removed after) and project each phase's measured time per step onto the plan's steps."""
-    from .runner import _read_json, build_datasets, stage_config, train_arms
+    from .runner import TRAIN_FILE, _read_json, build_datasets, train_arms
 
     probe = probe_plan(plan)
     scratch = work is None
@@ -213,23 +214,21 @@ def estimate_study(
     started = time.perf_counter()
     try:
         root.mkdir(parents=True, exist_ok=True)
-        planned = planned_steps(plan, root)
+        planned = planned_configs(plan, root)
         data = build_datasets(probe, root, say)
         data_s = sum(float(d.get("seconds", 0.0)) for d in data.values()) * plan.data_n / probe.data_n
         train_arms(probe, probe.arms(), root, say, progress)
-        phases, hardware = [], {}
-        for arm in plan.arms():
-            record = _read_json(root / "arms" / arm.name / "train.json") or {}
-            hardware = record.get("hardware") or hardware
-            measured = probe_phases(record)
-            for (name, phase), steps in planned.items():
-                if name != arm.name or phase not in measured:
-                    continue
-                probe_phase = measured[phase]
-                per_step = probe_phase.seconds_per_step()
-                if arm.stage == "sft":
-                    per_step = sft_seconds_per_step(probe_phase, record, stage_config(plan, arm, root)) or per_step
-                phases.append(PhaseEstimate(name, phase, steps, probe_phase.steps, per_step))
+        records = {arm.name: _read_json(root / "arms" / arm.name / TRAIN_FILE) or {} for arm in plan.arms()}
+        phases = []
+        for (name, phase), cfg in planned.items():
+            measured = probe_phases(records[name]).get(phase)
+            if measured is None:
+                continue
+            per_step = measured.seconds_per_step()
+            if cfg.stage == "sft":
+                per_step = sft_seconds_per_step(measured, records[name], cfg) or per_step
+            phases.append(PhaseEstimate(name, phase, int(cfg.max_steps), measured.steps, per_step))
+        hardware = next((r["hardware"] for r in records.values() if r.get("hardware")), {})
         return StudyEstimate(phases, data_s, time.perf_counter() - started, hardware)
     finally:
         if scratch:

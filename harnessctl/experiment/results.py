@@ -318,15 +318,13 @@ def hardware_line(machines: list[dict[str, Any]]) -> str:
     ...                {"device": "cpu", "processor": "B", "threads": 2, "precision": "fp32", "arms": ["hat"]}])
     'trained on cpu (A), 2 threads, bf16: base; cpu (B), 2 threads, fp32: hat'
     """
-
-    def one(m: dict[str, Any]) -> str:
-        return f"{m.get('device')} ({m.get('processor')}), {m.get('threads')} threads, {m.get('precision')}"
+    from trainer.common import hardware_text
 
     if not machines:
         return ""
     if len(machines) == 1:
-        return "trained on " + one(machines[0])
-    return "trained on " + "; ".join(f"{one(m)}: {', '.join(m.get('arms', []))}" for m in machines)
+        return "trained on " + hardware_text(machines[0])
+    return "trained on " + "; ".join(f"{hardware_text(m)}: {', '.join(m.get('arms', []))}" for m in machines)
 
 
 def markdown_table(results: dict[str, Any]) -> str:
