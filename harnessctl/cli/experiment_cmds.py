@@ -78,8 +78,8 @@ def hat(
         bool,
         typer.Option(
             "--estimate",
-            help="Train nothing: time a few steps of every phase on this machine (a few minutes) and "
-            "project the plan's training time against the 90-minute budget.",
+            help="Train nothing: time a few steps of every phase and a few cases of every evaluation run "
+            "on this machine (a few minutes) and project the plan's time against the 90-minute budget.",
         ),
     ] = False,
 ) -> None:
@@ -168,21 +168,41 @@ def _estimate(plan: Any, as_json: bool) -> None:
     if as_json:
         print_json(result.to_dict())
         return
-    table = Table(title=f"{plan.preset} study: training time projected on this machine")
-    for column in ("arm", "phase", "steps", "s/step", "projected"):
+    table = Table(title=f"{plan.preset} study: training projected on this machine")
+    heldout = any(p.heldout_s for p in result.phases)
+    columns = ["arm", "phase", "steps", "s/step", *(["held-out scoring"] if heldout else []), "projected"]
+    for column in columns:
         table.add_column(column, justify="left" if column in ("arm", "phase") else "right")
     for p in result.phases:
-        table.add_row(p.arm, p.phase, str(p.planned_steps), f"{p.seconds_per_step:.2f}", format_minutes(p.projected_s))
-    table.add_row("datasets", "", "", "", format_minutes(result.data_s))
+        scoring = [f"{p.heldout_s:.0f} s" if p.heldout_s else ""] if heldout else []
+        table.add_row(
+            p.arm, p.phase, str(p.planned_steps), f"{p.seconds_per_step:.2f}", *scoring, format_minutes(p.projected_s)
+        )
+    table.add_row("datasets", "", "", "", *([""] if heldout else []), format_minutes(result.data_s))
     out.print(table)
+    if result.evaluation:
+        evals = Table(title=f"evaluation, timed on {result.eval_timed_on}")
+        for column in ("run", "cases", "arms", "s/case", "projected"):
+            evals.add_column(column, justify="left" if column == "run" else "right")
+        for e in result.evaluation:
+            evals.add_row(
+                e.kind, str(e.planned_cases), str(e.arms), f"{e.seconds_per_case:.2f}", format_minutes(e.projected_s)
+            )
+        out.print(evals)
     if result.hardware:
         from trainer.common import hardware_text
 
         out.print(f"on {hardware_text(result.hardware)}")
     verdict = "within" if result.fits_budget else "over"
+    evaluation = (
+        f"evaluation about {format_minutes(result.eval_s)}"
+        if result.evaluation
+        else f"evaluation not counted: {result.eval_timed_on}"
+    )
     out.print(
-        f"training about {format_minutes(result.total_s)}, {verdict} the 90-minute budget "
-        f"(evaluation not counted; an anchor phase counted at its max_steps; probe took {result.probe_s:.0f} s)"
+        f"training about {format_minutes(result.train_s)}, {evaluation}: the study about "
+        f"{format_minutes(result.total_s)}, {verdict} the 90-minute budget "
+        f"(an anchor phase counted at its max_steps; probe took {result.probe_s:.0f} s)"
     )
 
 

@@ -5,7 +5,7 @@ the project's suites, resumable arm by arm.
 - :mod:`~harnessctl.experiment.runner` — ``run_study``: data, each arm's training and evaluation, resume;
 - :mod:`~harnessctl.experiment.results` — each arm's numbers, the goals, the markdown table;
 - :mod:`~harnessctl.experiment.report` — the HTML report with plots;
-- :mod:`~harnessctl.experiment.estimate` — ``estimate_study``: a plan's training time projected on this machine.
+- :mod:`~harnessctl.experiment.estimate` — ``estimate_study``: a plan's time (training, held-out scoring, evaluation) projected on this machine.
 
 >>> from harnessctl.experiment import quick_plan, run_study
 >>> results = run_study(quick_plan(), "experiments/quick")   # doctest: +SKIP

@@ -1,20 +1,24 @@
-"""How long a study's training will take on this machine, before it starts: a probe study with
-every phase of every arm cut to a few steps (and a tenth of the dataset) trains for real in a scratch
-folder, and each phase's measured seconds per step is multiplied by the steps the plan asks for.
+"""How long a study will take on this machine, before it starts: a probe study with every phase
+of every arm cut to a few steps (and a tenth of the dataset) trains for real in a scratch folder,
+and each phase's measured seconds per step is multiplied by the steps the plan asks for; then a
+trained model of the study's size (the shipped HAT) is evaluated on a few cases of every
+evaluation run the plan makes, and its seconds per case are multiplied by the plan's cases.
 
 Why measure rather than quote: the same full preset took 76 minutes on one pair of cores (bf16)
 and about two and a half hours on another (AVX2 only, fp32); the 90 minutes a study is held to
 depend on the processor.
 
-The projection counts training and the datasets. It leaves out evaluation, and an anchor phase
-counted at its ``max_steps`` (it may stop sooner). A step is timed after the probe's first,
-which carries the warm-up (the trainer logs the elapsed time of every row); an untrained policy's
-RL episodes run long, so that figure leans high.
+A step is timed after the probe's first, which carries the warm-up (the trainer logs the elapsed
+time of every row). Held-out scoring (the OPD arm's ``heldout`` rows) is timed once and counted at
+every check the plan's phases make; an anchor phase is counted at its ``max_steps`` (it may stop
+sooner). Evaluation is timed on the shipped HAT rather than on the probe's arms, which a few steps
+from scratch leave answering unlike trained ones; an untrained policy's RL episodes run long, so
+the RL figure leans high.
 
 >>> from harnessctl.experiment import full_plan
 >>> estimate = estimate_study(full_plan())                  # doctest: +SKIP
 >>> format_minutes(estimate.total_s), estimate.fits_budget  # doctest: +SKIP
-('2 h 40 min', False)
+('2 h 55 min', False)
 """
 
 from __future__ import annotations
@@ -36,57 +40,102 @@ PROBE_STEPS = 3
 #: to count little when their time is scaled up.
 PROBE_SHARE = 0.1
 PROBE_CASES = 48
+#: Cases of each agent-suite evaluation run the probe times (at most the plan's own), and IFEval
+#: prompts: a tenth of a second each, so more of them for the same steadiness.
+PROBE_EVAL_CASES = 16
+PROBE_IFEVAL_PROMPTS = 64
+#: The shipped model whose evaluation stands in for every arm's: trained, of the study's size.
+EVAL_PROXY = "hat"
 #: The budget a full study is held to.
 BUDGET_S = 90 * 60
 
 
 @dataclass
 class PhaseEstimate:
-    """One training phase of one arm: the steps planned and the time a step took in the probe."""
+    """One training phase of one arm: the steps planned, the time a step took in the probe, and
+    the seconds of held-out scoring the phase makes at its planned checks (OPD's ``heldout`` rows)."""
 
     arm: str
     phase: str
     planned_steps: int
     probe_steps: int
     seconds_per_step: float
+    heldout_s: float = 0.0
 
     @property
     def projected_s(self) -> float:
-        return self.planned_steps * self.seconds_per_step
+        return self.planned_steps * self.seconds_per_step + self.heldout_s
+
+
+@dataclass
+class EvalEstimate:
+    """One kind of evaluation run (``suites``: the agent suites; ``history``; ``ifeval``;
+    ``served``: the final arm's livestream through the embedded server): the cases each run holds,
+    the arms that make it, and the seconds a case took the timed model."""
+
+    kind: str
+    planned_cases: int
+    arms: int
+    probe_cases: int
+    seconds_per_case: float
+
+    @property
+    def projected_s(self) -> float:
+        return self.planned_cases * self.arms * self.seconds_per_case
 
 
 @dataclass
 class StudyEstimate:
-    """The projected training time of a plan on this machine, phase by phase.
+    """The projected time of a plan on this machine: datasets, each training phase, evaluation.
 
-    >>> e = StudyEstimate([PhaseEstimate("base", "general", 300, 3, 1.3)], data_s=40.0, probe_s=200.0)
-    >>> round(e.total_s), e.fits_budget
-    (430, True)
+    >>> e = StudyEstimate([PhaseEstimate("base", "general", 300, 3, 1.3)], data_s=40.0, probe_s=200.0,
+    ...                   evaluation=[EvalEstimate("ifeval", 1000, 5, 64, 0.1)])
+    >>> round(e.train_s), round(e.eval_s), round(e.total_s), e.fits_budget
+    (430, 500, 930, True)
     """
 
     phases: list[PhaseEstimate]
     data_s: float
     probe_s: float
     hardware: dict[str, Any] = field(default_factory=dict)
+    evaluation: list[EvalEstimate] = field(default_factory=list)
+    #: The model whose evaluation was timed, or why none was (then evaluation is not counted).
+    eval_timed_on: str = ""
+
+    @property
+    def train_s(self) -> float:
+        """The datasets and every training phase (held-out scoring included)."""
+        return self.data_s + sum(p.projected_s for p in self.phases)
+
+    @property
+    def eval_s(self) -> float:
+        return sum(e.projected_s for e in self.evaluation)
 
     @property
     def total_s(self) -> float:
-        return self.data_s + sum(p.projected_s for p in self.phases)
+        return self.train_s + self.eval_s
 
     @property
     def fits_budget(self) -> bool:
         return self.total_s <= BUDGET_S
 
     def to_dict(self) -> dict[str, Any]:
+        leaves_out = ["an anchor phase is counted at its max_steps"]
+        if not self.evaluation:
+            leaves_out.insert(0, f"evaluation ({self.eval_timed_on or 'not timed'})")
         return {
             "phases": [{**asdict(p), "projected_s": round(p.projected_s, 1)} for p in self.phases],
             "data_s": round(self.data_s, 1),
+            "train_s": round(self.train_s, 1),
+            "evaluation": [{**asdict(e), "projected_s": round(e.projected_s, 1)} for e in self.evaluation],
+            "eval_s": round(self.eval_s, 1),
+            "eval_timed_on": self.eval_timed_on,
             "total_s": round(self.total_s, 1),
             "budget_s": BUDGET_S,
             "fits_budget": self.fits_budget,
             "probe_s": round(self.probe_s, 1),
             "hardware": self.hardware,
-            "leaves_out": "evaluation; an anchor phase is counted at its max_steps",
+            "leaves_out": "; ".join(leaves_out),
         }
 
 
@@ -201,11 +250,157 @@ def sft_seconds_per_step(phase: ProbePhase, record: dict[str, Any], cfg: Any) ->
     return round(per_token * rows_per_step * row_tokens / rows, 4)
 
 
+def heldout_checks(cfg: Any) -> int:
+    """How often a distillation phase scores its held-out rows: its teacher once, the student at
+    step 0, every ``heldout_steps`` and at the last step (0 without ``heldout`` rows).
+
+    >>> cfg = type("Cfg", (), {"heldout": "data/hsa", "max_steps": 60, "heldout_steps": 5})
+    >>> heldout_checks(cfg), heldout_checks(type("Cfg", (), {"heldout": ""}))
+    (14, 0)
+    """
+    if not getattr(cfg, "heldout", ""):
+        return 0
+    steps, every = int(cfg.max_steps), max(1, int(cfg.heldout_steps))
+    return 2 + steps // every + (1 if steps % every else 0)
+
+
+def heldout_check_seconds(cfg: Any, model_dir: Path, rows: int) -> float:
+    """Seconds one check of ``rows`` of ``cfg``'s held-out rows takes ``model_dir``'s model (the
+    loss, and with ``heldout_calls`` the call match), timed on a second check of the rows there
+    are (the first carries the warm-up) and scaled to ``rows``: a probe's dataset holds fewer."""
+    from trainer.common import load_model
+    from trainer.heldout import HeldoutScorer
+
+    model, tokenizer = load_model(model_dir, cfg)
+    positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+    scorer = HeldoutScorer.from_path(cfg.heldout, cfg.heldout_rows, tokenizer, cfg, positions)
+
+    def check() -> None:
+        scorer.loss(model)
+        if cfg.heldout_calls:
+            scorer.call_match(model)
+
+    check()
+    started = time.perf_counter()
+    check()
+    return (time.perf_counter() - started) * rows / len(scorer.rows)
+
+
+def planned_heldout_rows(cfg: Any, probe_n: int, plan_n: int) -> int:
+    """The held-out rows ``cfg`` scores in the plan: its ``heldout_rows``, or fewer where the
+    plan's validation file is smaller (the probe's, ``probe_n`` cases, scaled to ``plan_n``)."""
+    from trainer.data import read_chat_rows
+
+    probe_rows = len(read_chat_rows(cfg.heldout, "validation", what="heldout"))
+    return max(1, min(int(cfg.heldout_rows), round(probe_rows * plan_n / max(probe_n, 1))))
+
+
+def eval_runs(plan: StudyPlan, root: Path) -> dict[str, tuple[int, int]]:
+    """``{kind: (cases a run holds, arms that make it)}`` for each evaluation run ``plan`` makes
+    (``root`` holds the real-history slice's suite folder)."""
+    from harnessctl.eval.suites import load_suite, sample
+
+    from .runner import AGENT_SUITES, FINAL_ARM, history_evals
+
+    arms = plan.arms()
+
+    def cases(suite: str, folder: str | Path, limit: int) -> int:
+        return len(sample(load_suite(suite, folder), limit or None))
+
+    runs = {
+        "suites": (sum(cases(s, plan.evals_dir, plan.eval_limit) for s in AGENT_SUITES), len(arms)),
+        "history": (cases("variant", history_evals(plan, root), plan.history_limit), len(arms)),
+        "ifeval": (cases("ifeval", plan.evals_dir, plan.ifeval_limit), len(arms)),
+    }
+    if any(a.name == FINAL_ARM for a in arms):
+        runs["served"] = (cases("livestream", plan.evals_dir, plan.eval_limit), 1)
+    return runs
+
+
+#: What makes two checkpoints the same size for timing their answers.
+_SIZE_KEYS = (
+    "model_type",
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+)
+
+
+def eval_model(root: Path) -> tuple[Path, str]:
+    """The checkpoint whose evaluation is timed, and what it is: the shipped HAT where it has the
+    size of the probe's own models, else the probe's final arm (trained a few steps only)."""
+    import json
+
+    from harnessctl.models.registry import SHIPPED_DATA_DIR
+    from harnessctl.models.shipped import missing_for_inference
+
+    from .runner import FINAL_ARM
+
+    own = root / "arms" / FINAL_ARM / "model"
+    proxy = SHIPPED_DATA_DIR / EVAL_PROXY
+    if proxy.is_dir() and not missing_for_inference(proxy):
+        configs = [json.loads((folder / "config.json").read_text(encoding="utf-8")) for folder in (proxy, own)]
+        if all(configs[0].get(k) == configs[1].get(k) for k in _SIZE_KEYS):
+            return proxy, f"shipped:{EVAL_PROXY}"
+        why = f"shipped:{EVAL_PROXY} is not the size of this plan's model"
+    else:
+        why = f"no shipped:{EVAL_PROXY} checkpoint in the package"
+    return own, f"the probe's own {FINAL_ARM} arm, a few steps trained ({why}): answers may run shorter or longer"
+
+
+def probe_evaluation(
+    plan: StudyPlan, root: Path, say: Callable[[str], None], progress: bool
+) -> tuple[list[EvalEstimate], str]:
+    """Time every evaluation run ``plan`` makes on a few cases of its own (:data:`PROBE_EVAL_CASES`,
+    IFEval :data:`PROBE_IFEVAL_PROMPTS`) with the model :func:`eval_model` picks, through the
+    study's own path (``served`` through the embedded server); returns the runs projected onto
+    the plan's cases and arms, and the model timed."""
+    from harnessctl.eval.runner import EvalConfig, run_eval
+
+    from .plan import ARMS
+    from .runner import FINAL_ARM, evaluate_arm
+
+    model, timed_on = eval_model(root)
+    sizes = {"eval_limit": PROBE_EVAL_CASES, "history_limit": PROBE_EVAL_CASES, "ifeval_limit": PROBE_IFEVAL_PROMPTS}
+    probe = apply_overrides(plan, [f"{k}={min(getattr(plan, k) or n, n)}" for k, n in sizes.items()])
+    eval_root = root / "eval-probe"
+    shutil.copytree(model, eval_root / "arms" / FINAL_ARM / "model")
+    planned, probed = eval_runs(plan, eval_root), eval_runs(probe, eval_root)
+    say(f"timing evaluation on {timed_on.split(' (')[0]}: a few cases of every run")
+    # a first, uncounted run: it loads what every later run reuses (the first counted one would carry it)
+    warm_up = EvalConfig(
+        suites=["livestream"],
+        model=f"local:{(eval_root / 'arms' / FINAL_ARM / 'model').resolve()}",
+        limit=2,
+        jobs=plan.eval_jobs,
+        cache=False,
+        harness_path=plan.harness,
+        evals_dir=plan.evals_dir,
+        runs_dir=str(eval_root / "warm-up"),
+        max_tokens=plan.eval_max_tokens,
+        seed=plan.seed,
+        max_error_share=1.0,
+    )
+    run_eval(warm_up, run_id="warm-up")
+    runs = []
+    for kind, (cases, arms) in planned.items():
+        probe_cases = probed[kind][0]
+        if not cases or not probe_cases:
+            continue
+        _, seconds = evaluate_arm(probe, ARMS[FINAL_ARM], eval_root, lambda m: None, progress, kind=kind)
+        runs.append(EvalEstimate(kind, cases, arms, probe_cases, round(seconds / probe_cases, 4)))
+    return runs, timed_on
+
+
 def estimate_study(
     plan: StudyPlan, work: str | Path | None = None, *, say: Callable[[str], None] = print, progress: bool = False
 ) -> StudyEstimate:
     """Train ``plan``'s probe (:func:`probe_plan`) in ``work`` (a scratch folder when None,
-    removed after) and project each phase's measured time per step onto the plan's steps."""
+    removed after), project each phase's measured time per step onto the plan's steps (held-out
+    scoring timed once and counted at every check), then time the plan's evaluation runs on a few
+    cases each (:func:`probe_evaluation`)."""
     from .runner import TRAIN_FILE, _read_json, build_datasets, train_arms
 
     probe = probe_plan(plan)
@@ -227,9 +422,15 @@ def estimate_study(
             per_step = measured.seconds_per_step()
             if cfg.stage == "sft":
                 per_step = sft_seconds_per_step(measured, records[name], cfg) or per_step
-            phases.append(PhaseEstimate(name, phase, int(cfg.max_steps), measured.steps, per_step))
+            heldout_s = 0.0
+            if checks := heldout_checks(cfg):
+                say(f"timing {name}'s held-out scoring ({phase}: {checks} checks)")
+                rows = planned_heldout_rows(cfg, probe.data_n, plan.data_n)
+                heldout_s = checks * heldout_check_seconds(cfg, root / "arms" / name / "model", rows)
+            phases.append(PhaseEstimate(name, phase, int(cfg.max_steps), measured.steps, per_step, round(heldout_s, 1)))
         hardware = next((r["hardware"] for r in records.values() if r.get("hardware")), {})
-        return StudyEstimate(phases, data_s, time.perf_counter() - started, hardware)
+        evaluation, timed_on = probe_evaluation(plan, root, say, progress)
+        return StudyEstimate(phases, data_s, time.perf_counter() - started, hardware, evaluation, timed_on)
     finally:
         if scratch:
             shutil.rmtree(root, ignore_errors=True)

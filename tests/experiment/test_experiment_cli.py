@@ -227,7 +227,9 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert "continue it with the options it was started with (--quick --set base_model=" in other.stderr
 
 
-def test_estimate_times_every_phase_here_projects_the_plans_steps_and_trains_no_study(tiny_model_path, tmp_path):
+def test_estimate_times_every_phase_and_evaluation_run_here_projects_the_plan_and_writes_no_study(
+    tiny_model_path, tmp_path
+):
     # a plan with both second phases (copy, anchor), as the full preset has
     phases = ["--set", "copy.max_steps=50", "--set", "anchor.max_steps=20", "--set", "anchor.n_prompts=4"]
     cmd = cli("--quick", *tiny_study(tiny_model_path), *phases, "--out", str(tmp_path / "studies"), "--estimate")
@@ -246,9 +248,19 @@ def test_estimate_times_every_phase_here_projects_the_plans_steps_and_trains_no_
     ]
     # each phase timed for real, a few steps, on this machine
     assert all(p["probe_steps"] == 3 and p["seconds_per_step"] > 0 for p in estimate["phases"])
-    assert estimate["total_s"] == pytest.approx(
+    # only the OPD arm scores held-out rows (its SFT parent's), and that time is counted
+    scoring = {(p["arm"], p["phase"]) for p in estimate["phases"] if p["heldout_s"] > 0}
+    assert scoring == {("hsa-sft-opd", "general"), ("hsa-sft-opd", "anchor")}
+    # every evaluation run of the plan, at its own sizes: eval_limit 1 in three agent suites,
+    # history 2, IFEval 3 prompts, for five arms; the final arm's livestream through the server
+    runs = {e["kind"]: (e["planned_cases"], e["arms"]) for e in estimate["evaluation"]}
+    assert runs == {"suites": (3, 5), "history": (2, 5), "ifeval": (3, 5), "served": (1, 1)}
+    assert all(e["seconds_per_case"] > 0 for e in estimate["evaluation"])
+    assert estimate["eval_timed_on"] == "shipped:hat"  # a trained model of the plan's size
+    assert estimate["train_s"] == pytest.approx(
         estimate["data_s"] + sum(p["projected_s"] for p in estimate["phases"]), abs=1
     )
+    assert estimate["total_s"] == pytest.approx(estimate["train_s"] + estimate["eval_s"], abs=1)
     assert estimate["fits_budget"] is True and estimate["hardware"]["device"] == "cpu"
     assert not (tmp_path / "studies").exists()  # nothing of a study is written: the probe ran in a scratch folder
 
@@ -265,17 +277,45 @@ def test_estimate_says_when_the_plan_is_over_the_90_minute_budget_and_on_what_ma
             estimate.PhaseEstimate("base", "copy", 2500, 3, 1.1),
             estimate.PhaseEstimate("fixed-sft", "general", 600, 3, 4.2),
             estimate.PhaseEstimate("hsa-sft", "general", 600, 3, 4.2),
+            estimate.PhaseEstimate("hsa-sft-opd", "anchor", 60, 3, 2.0, heldout_s=70.0),
         ],
         data_s=40.0,
         probe_s=120.0,
         hardware=cpu,
+        evaluation=[estimate.EvalEstimate("ifeval", 1000, 5, 64, 0.12)],
+        eval_timed_on="shipped:hat",
     )
     monkeypatch.setattr(estimate, "estimate_study", lambda plan, **kw: slow)
     res = CliRunner().invoke(app, ["experiment", "hat", "--estimate"])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
-    assert "training about 2 h 10 min, over the 90-minute budget" in text  # 2,750 + 2 x 2,520 + 40 s
+    # 2,750 + 2 x 2,520 + 120 + 70 + 40 s of training (8,020), 600 s of evaluation
+    assert "training about 2 h 14 min, evaluation about 10 min: the study about 2 h 24 min, over the 90" in text
     assert "cpu (Example CPU), 2 threads, fp32" in text and "2500" in text
+    assert "evaluation, timed on shipped:hat" in text and "70 s" in text
+
+
+def test_the_estimate_times_evaluation_on_the_shipped_hat_only_where_it_is_the_plans_size(
+    tiny_model_path, tmp_path, monkeypatch
+):
+    import harnessctl.models.registry as registry
+    from harnessctl.experiment.estimate import eval_model
+
+    own = tmp_path / "probe" / "arms" / "hat" / "model"
+    shutil.copytree(tiny_model_path, own)
+    assert eval_model(tmp_path / "probe") == (registry.SHIPPED_DATA_DIR / "hat", "shipped:hat")
+
+    bigger = tmp_path / "shipped" / "hat"
+    shutil.copytree(registry.SHIPPED_DATA_DIR / "hat", bigger)
+    config = json.loads((bigger / "config.json").read_text())
+    (bigger / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 24}))
+    monkeypatch.setattr(registry, "SHIPPED_DATA_DIR", tmp_path / "shipped")
+    model, what = eval_model(tmp_path / "probe")
+    assert model == own and "shipped:hat is not the size of this plan's model" in what
+
+    monkeypatch.setattr(registry, "SHIPPED_DATA_DIR", tmp_path / "nothing-shipped")
+    model, what = eval_model(tmp_path / "probe")
+    assert model == own and "no shipped:hat checkpoint in the package" in what
 
 
 @pytest.mark.parametrize(
