@@ -5,7 +5,10 @@ with a *key*. One worker thread takes the oldest waiting request, gathers the ot
 requests with the same key (up to ``max_batch``, waiting up to ``gather_s`` for more to come, the
 window restarting at each arrival), and hands them to ``run`` as one list. Requests whose key is
 ``None`` always run alone. The worker starts with the first request and ends when the queue is
-empty, so an idle batcher holds no thread.
+empty, so an idle batcher holds no thread. At interpreter exit (a Ctrl-C, say) every batcher
+drops its waiting requests and lets the batch it is running finish: a worker still inside the
+model while the process tears down aborts it (``terminate called without an active exception``)
+instead of exiting with the caller's code.
 
 ``run(payloads)`` returns one result per payload, in order; an item that is an exception fails
 that request only. When ``run`` itself raises on a batch of several, each request is retried
@@ -21,8 +24,10 @@ alone, so one bad request never fails the others.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
@@ -33,6 +38,8 @@ from typing import Any
 GATHER_S = 0.005
 #: The longest a first request waits for company, however many keep arriving.
 MAX_GATHER_S = 0.05
+#: How long exit waits for a running batch to finish.
+CLOSE_WAIT_S = 30.0
 
 
 @dataclass
@@ -89,6 +96,24 @@ class RequestBatcher:
         self._queue: deque[_Job] = deque()
         self._cv = threading.Condition()
         self._worker: threading.Thread | None = None
+        _LIVE.add(self)
+
+    def close(self, timeout: float | None = CLOSE_WAIT_S) -> int:
+        """Cancel the requests still waiting and wait (up to ``timeout`` s) for the batch running
+        now; returns how many were cancelled. Later submissions start a new worker as before.
+
+        >>> RequestBatcher(lambda xs: xs).close()
+        0
+        """
+        with self._cv:
+            waiting, self._queue = list(self._queue), deque()
+            worker = self._worker
+            self._cv.notify_all()
+        for job in waiting:
+            job.future.cancel()
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout)
+        return len(waiting)
 
     def submit(self, payload: Any, key: Hashable | None) -> Future:
         """Queue one request; its result (or exception) arrives on the returned future."""
@@ -172,3 +197,13 @@ class RequestBatcher:
                 job.future.set_exception(result)
             else:
                 job.future.set_result(result)
+
+
+#: Every batcher alive, drained at exit (a weak set: a batcher dropped by its owner is not kept).
+_LIVE: weakref.WeakSet[RequestBatcher] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for batcher in list(_LIVE):
+        batcher.close()

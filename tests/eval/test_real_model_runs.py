@@ -1,6 +1,6 @@
 """Eval runs against the project's own tiny model, served on loopback by the embedded server, through
 the real CLI: runs stopped by SIGKILL or SIGINT resume to exactly the planned cases with the
-original settings; a model name the server does not serve fails before the first case; model
+original settings (and Ctrl-C on a run of the in-process model exits 130 too); a model name the server does not serve fails before the first case; model
 failures in the middle of a run are counted, reported, exit non-zero and run again on resume."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ SETTINGS = ("--max-tokens", "24", "--temperature", "0.7", "--case-timeout", "90s
 
 
 def _start_and_stop(
-    tmp_path: Path, url: str, run_id: str, sig: signal.Signals
+    tmp_path: Path, model: list[str], run_id: str, sig: signal.Signals
 ) -> tuple[subprocess.CompletedProcess, list]:
     argv = [
         "harnessctl",
@@ -95,10 +95,7 @@ def _start_and_stop(
             "2",
             *SETTINGS,
             "--no-cache",
-            "--model",
-            "openai/tiny",
-            "--api-base",
-            url,
+            *model,
             "--run-id",
             run_id,
             "--json",
@@ -134,7 +131,8 @@ def _start_and_stop(
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
 def test_a_stopped_run_resumes_to_exactly_the_planned_cases_with_its_own_settings(tmp_path, served_tiny, sig):
     url, model = served_tiny
-    stopped, before = _start_and_stop(tmp_path, url, f"stop-{sig.name}", sig)
+    served = ["--model", "openai/tiny", "--api-base", url]
+    stopped, before = _start_and_stop(tmp_path, served, f"stop-{sig.name}", sig)
     if sig == signal.SIGINT:
         assert stopped.returncode == 130 and "interrupted" in stopped.stderr and "Traceback" not in stopped.stderr
     assert 3 <= len(before) < 16, "the stop must land in the middle of the run"
@@ -157,6 +155,22 @@ def test_a_stopped_run_resumes_to_exactly_the_planned_cases_with_its_own_setting
     assert all(step["completion_tokens"] <= 24 for r in resumed for step in r.record["model_steps"])
     summary = json.loads(res.stdout)
     assert summary["complete"] is True and summary["errors"] == 0
+
+
+def test_ctrl_c_stops_a_run_of_the_in_process_model_with_exit_130_and_the_run_resumes(tmp_path, tiny_model_path):
+    # The model answers on a batching worker thread of the CLI's own process: exit lets its batch
+    # finish rather than tearing the process down under it (which aborted: "terminate called").
+    local = ["--model", f"local:{tiny_model_path}"]
+    stopped, before = _start_and_stop(tmp_path, local, "stop-local", signal.SIGINT)
+    assert stopped.returncode == 130, stopped.stderr[-2000:]
+    assert "interrupted" in stopped.stderr and "terminate called" not in stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert 3 <= len(before) < 16, "the stop must land in the middle of the run"
+
+    res = CliRunner().invoke(app, eval_args(tmp_path, "--resume", "stop-local", "--json"))
+    assert res.exit_code == 0, res.output
+    after = _ids(tmp_path / "runs" / "stop-local" / "records.jsonl")
+    assert len(after) == len(set(after)) == 16 and after[: len(before)] == before
 
 
 def test_a_model_name_the_server_does_not_serve_fails_before_the_first_case(tmp_path, served_tiny):
