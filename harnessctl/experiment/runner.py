@@ -376,6 +376,25 @@ EXTRA_RUNS = ("history", "ifeval")
 AGENT_SUITES = tuple(s for s in SUITES if s != "ifeval")
 
 
+def check_suites(plan: StudyPlan) -> None:
+    """Every suite the study evaluates on is there and reads: checked before anything trains, since
+    the first evaluation comes after the first arm's training.
+
+    >>> from harnessctl.experiment import apply_overrides, quick_plan
+    >>> check_suites(apply_overrides(quick_plan(), ["evals_dir=/nonexistent"]))
+    Traceback (most recent call last):
+    ...
+    harnessctl.experiment.runner.StudyError: evals_dir /nonexistent: /nonexistent/livestream.jsonl: suite file missing; rebuild the suites with `harnessctl eval build-suites --evals-dir /nonexistent`
+    """
+    from harnessctl.eval.suites import SuiteError, load_suite
+
+    for suite in SUITES:
+        try:
+            load_suite(suite, plan.evals_dir)
+        except SuiteError as e:
+            raise StudyError(f"evals_dir {plan.evals_dir}: {e}") from None
+
+
 def history_evals(plan: StudyPlan, root: Path) -> Path:
     """A suites folder holding only the real-history slice of the variant suite (its cases under
     the shipped versions v1 and v2, lines copied unchanged), so every arm is scored on it with a
@@ -411,6 +430,7 @@ def evaluate_arm(
     Returns the run folder and the seconds spent now."""
     from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
     from harnessctl.eval.store import RunStore
+    from harnessctl.eval.suites import SuiteError
 
     served = kind == "served"
     arm_dir = root / "arms" / arm.name
@@ -463,6 +483,8 @@ def evaluate_arm(
                     max_error_share=1.0,
                 )
                 run_eval(cfg, run_id=run_id, progress=update)
+    except SuiteError as e:  # a suite file removed or damaged since the study checked it
+        raise StudyError(f"arm {arm.name}: {e}") from None
     finally:
         if server is not None:
             server.stop()
@@ -665,6 +687,8 @@ def run_study(
             if arm.stage == "distill":
                 anchor_phase_config(plan, arm, root)
     chosen = _chosen_arms(arms, only_arms, root)
+    if not train_only:
+        check_suites(plan)
     root = open_study(plan, root)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
     data: dict[str, Any] = _read_json(root / "data" / "study-data.json") or {}
