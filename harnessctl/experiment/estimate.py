@@ -19,7 +19,7 @@ from the shipped HAT, RL steps took 10-22 s, 17 on average, against the full pro
 >>> from harnessctl.experiment import full_plan
 >>> estimate = estimate_study(full_plan())                  # doctest: +SKIP
 >>> format_minutes(estimate.total_s), estimate.fits_budget  # doctest: +SKIP
-('2 h 55 min', False)
+('3 h 0 min', False)
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class StudyEstimate:
     probe_s: float
     hardware: dict[str, Any] = field(default_factory=dict)
     evaluation: list[EvalEstimate] = field(default_factory=list)
-    #: The model whose evaluation was timed, or why none was (then evaluation is not counted).
+    #: The model whose evaluation was timed (``shipped:hat``, or the probe's own arm and why).
     eval_timed_on: str = ""
 
     @property
