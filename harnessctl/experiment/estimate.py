@@ -402,9 +402,9 @@ def estimate_study(
     removed after), project each phase's measured time per step onto the plan's steps (held-out
     scoring timed once and counted at every check), then time the plan's evaluation runs on a few
     cases each (:func:`probe_evaluation`)."""
-    from .runner import TRAIN_FILE, _read_json, build_datasets, check_suites, train_arms
+    from .runner import TRAIN_FILE, _read_json, build_datasets, check_inputs, train_arms
 
-    check_suites(plan)
+    check_inputs(plan)
     probe = probe_plan(plan)
     scratch = work is None
     root = Path(tempfile.mkdtemp(prefix="harnessctl-estimate-")) if scratch else Path(work)

@@ -376,6 +376,18 @@ EXTRA_RUNS = ("history", "ifeval")
 AGENT_SUITES = tuple(s for s in SUITES if s != "ifeval")
 
 
+def check_inputs(plan: StudyPlan, *, suites: bool = True) -> None:
+    """The plan's harness loads and (with ``suites``) every suite it evaluates on reads: checked
+    before the study folder is written, so the corrected command starts afresh rather than being
+    refused as another plan, and before anything trains. Raises ``HarnessError`` (the CLI names the
+    file and line) or ``StudyError``."""
+    from harnessctl.harness import load_harness
+
+    load_harness(plan.harness)
+    if suites:
+        check_suites(plan)
+
+
 def check_suites(plan: StudyPlan) -> None:
     """Every suite the study evaluates on is there and reads: checked before anything trains, since
     the first evaluation comes after the first arm's training.
@@ -687,8 +699,7 @@ def run_study(
             if arm.stage == "distill":
                 anchor_phase_config(plan, arm, root)
     chosen = _chosen_arms(arms, only_arms, root)
-    if not train_only:
-        check_suites(plan)
+    check_inputs(plan, suites=not train_only)
     root = open_study(plan, root)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
     data: dict[str, Any] = _read_json(root / "data" / "study-data.json") or {}

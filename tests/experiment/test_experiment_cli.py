@@ -346,6 +346,23 @@ def test_bad_input_is_one_clear_message_and_exit_2(tmp_path, args, message):
     assert not any(tmp_path.rglob("plan.json"))
 
 
+def test_a_broken_harness_is_named_before_the_study_folder_is_written(tmp_path):
+    from typer.testing import CliRunner
+
+    from harnessctl.cli.main import app
+
+    harness = tmp_path / "harness"
+    shutil.copytree(REPO / "harnesses" / "livecommerce", harness)
+    with (harness / "harness.yaml").open("a", encoding="utf-8") as f:
+        f.write("  - broken: [\n")
+    out = tmp_path / "studies"
+    res = CliRunner().invoke(app, ["experiment", "hat", "--quick", "--out", str(out), "--set", f"harness={harness}"])
+    assert res.exit_code == 2, res.output
+    assert "harness.yaml:" in res.output and "invalid YAML" in res.output and "Traceback" not in res.output
+    # no plan.json: the command with the harness corrected starts afresh instead of being refused as another plan
+    assert not any(out.rglob("plan.json"))
+
+
 def test_the_study_table_fits_80_columns_without_cutting_an_arm_or_a_number(monkeypatch):
     from rich.console import Console
 
