@@ -377,13 +377,19 @@ AGENT_SUITES = tuple(s for s in SUITES if s != "ifeval")
 
 
 def check_inputs(plan: StudyPlan, *, suites: bool = True) -> None:
-    """The plan's harness loads and (with ``suites``) every suite it evaluates on reads: checked
-    before the study folder is written, so the corrected command starts afresh rather than being
-    refused as another plan, and before anything trains. Raises ``HarnessError`` (the CLI names the
-    file and line) or ``StudyError``."""
+    """The plan's harness loads, its ``base_model`` (if any) is a checkpoint, and (with ``suites``)
+    every suite it evaluates on reads: checked before the study folder is written, so the corrected
+    command starts afresh rather than being refused as another plan, and before anything trains.
+    Raises ``HarnessError`` (the CLI names the file and line) or ``StudyError``."""
     from harnessctl.harness import load_harness
+    from trainer.common import TrainError, check_checkpoint
 
     load_harness(plan.harness)
+    if plan.base_model:
+        try:
+            check_checkpoint(plan.base_model, "base_model")
+        except TrainError as e:
+            raise StudyError(str(e)) from None
     if suites:
         check_suites(plan)
 

@@ -332,6 +332,7 @@ def test_the_estimate_times_evaluation_on_the_shipped_hat_only_where_it_is_the_p
         # found before the first arm trains, not at its first evaluation
         (["--set", "evals_dir=no-suites-here"], "no-suites-here/livestream.jsonl: suite file missing"),
         (["--estimate", "--set", "evals_dir=no-suites-here"], "suite file missing"),
+        (["--set", "base_model=local:no-model-here"], "base_model local:no-model-here: no such folder"),
     ],
 )
 def test_bad_input_is_one_clear_message_and_exit_2(tmp_path, args, message):
