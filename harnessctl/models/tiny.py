@@ -137,7 +137,10 @@ def build_tiny_model(
     step("saving")
     t = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    except OSError as e:  # named as the folder asked for, not the staging folder beside it
+        raise OSError(e.errno, f"cannot write the model there ({e.strerror})", str(out)) from None
     try:
         with quiet_transformers():
             model.save_pretrained(staging)

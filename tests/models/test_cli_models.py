@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -54,6 +55,16 @@ def test_model_init_rejects_a_bad_shape_with_the_fix(tmp_path, livecommerce_path
     assert result.exit_code == 2
     assert "multiple of num_heads" in result.output
     assert "Traceback" not in result.output
+
+
+def test_model_init_into_a_folder_it_cannot_write_names_that_folder(livecommerce_path):
+    # /proc takes no new folders, even as root; the model is staged beside --out, but the message
+    # names --out, the folder the user asked for
+    target = Path("/proc/harnessctl-tiny")
+    result = runner.invoke(app, ["model", "init", "--out", str(target), "-H", str(livecommerce_path), *SMALL])
+    assert result.exit_code == 2, result.output
+    assert f"{target}: cannot write the model there" in result.output
+    assert ".harnessctl-tiny-" not in result.output and "Traceback" not in result.output
 
 
 def test_serve_a_missing_model_folder_is_a_clear_error(tmp_path):
