@@ -194,13 +194,8 @@ def _estimate(plan: Any, as_json: bool) -> None:
 
         out.print(f"on {hardware_text(result.hardware)}")
     verdict = "within" if result.fits_budget else "over"
-    evaluation = (
-        f"evaluation about {format_minutes(result.eval_s)}"
-        if result.evaluation
-        else f"evaluation not counted: {result.eval_timed_on}"
-    )
     out.print(
-        f"training about {format_minutes(result.train_s)}, {evaluation}: the study about "
+        f"training about {format_minutes(result.train_s)}, evaluation about {format_minutes(result.eval_s)}: the study about "
         f"{format_minutes(result.total_s)}, {verdict} the 90-minute budget "
         f"(an anchor phase counted at its max_steps; probe took {result.probe_s:.0f} s)"
     )

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .plan import StudyPlan, apply_overrides
+from .plan import SUITES, StudyPlan, apply_overrides
 
 #: Steps each phase of the probe trains: enough to time a step, few enough to take minutes.
 PROBE_STEPS = 3
@@ -121,9 +121,6 @@ class StudyEstimate:
         return self.total_s <= BUDGET_S
 
     def to_dict(self) -> dict[str, Any]:
-        leaves_out = ["an anchor phase is counted at its max_steps"]
-        if not self.evaluation:
-            leaves_out.insert(0, f"evaluation ({self.eval_timed_on or 'not timed'})")
         return {
             "phases": [{**asdict(p), "projected_s": round(p.projected_s, 1)} for p in self.phases],
             "data_s": round(self.data_s, 1),
@@ -136,7 +133,7 @@ class StudyEstimate:
             "fits_budget": self.fits_budget,
             "probe_s": round(self.probe_s, 1),
             "hardware": self.hardware,
-            "leaves_out": "; ".join(leaves_out),
+            "leaves_out": "an anchor phase is counted at its max_steps",
         }
 
 
@@ -296,25 +293,41 @@ def planned_heldout_rows(cfg: Any, probe_n: int, plan_n: int) -> int:
     return max(1, min(int(cfg.heldout_rows), round(probe_rows * plan_n / max(probe_n, 1))))
 
 
-def eval_runs(plan: StudyPlan, root: Path) -> dict[str, tuple[int, int]]:
-    """``{kind: (cases a run holds, arms that make it)}`` for each evaluation run ``plan`` makes
-    (``root`` holds the real-history slice's suite folder)."""
-    from harnessctl.eval.suites import load_suite, sample
+def suite_sizes(plan: StudyPlan, root: Path) -> dict[str, int]:
+    """Cases in each suite ``plan`` evaluates on, and in its real-history slice (``history``,
+    whose suite folder ``root`` holds): each file read once, whatever the sample sizes."""
+    from harnessctl.eval.suites import load_suite
 
-    from .runner import AGENT_SUITES, FINAL_ARM, history_evals
+    from .runner import history_evals
+
+    sizes = {suite: len(load_suite(suite, plan.evals_dir)) for suite in SUITES}
+    sizes["history"] = len(load_suite("variant", history_evals(plan, root)))
+    return sizes
+
+
+def eval_runs(plan: StudyPlan, sizes: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """``{kind: (cases a run holds, arms that make it)}`` for each evaluation run ``plan`` makes,
+    from the suites' :func:`suite_sizes` (a limit of 0 takes a whole suite).
+
+    >>> from harnessctl.experiment import quick_plan
+    >>> sizes = {"livestream": 200, "variant": 300, "robustness": 200, "ifeval": 1000, "history": 6}
+    >>> eval_runs(quick_plan(), sizes)
+    {'suites': (30, 5), 'history': (6, 5), 'ifeval': (10, 5), 'served': (10, 1)}
+    """
+    from .runner import AGENT_SUITES, FINAL_ARM
 
     arms = plan.arms()
 
-    def cases(suite: str, folder: str | Path, limit: int) -> int:
-        return len(sample(load_suite(suite, folder), limit or None))
+    def held(suite: str, limit: int) -> int:  # as many as eval's even-spread sample takes
+        return min(limit, sizes[suite]) if limit else sizes[suite]
 
     runs = {
-        "suites": (sum(cases(s, plan.evals_dir, plan.eval_limit) for s in AGENT_SUITES), len(arms)),
-        "history": (cases("variant", history_evals(plan, root), plan.history_limit), len(arms)),
-        "ifeval": (cases("ifeval", plan.evals_dir, plan.ifeval_limit), len(arms)),
+        "suites": (sum(held(s, plan.eval_limit) for s in AGENT_SUITES), len(arms)),
+        "history": (held("history", plan.history_limit), len(arms)),
+        "ifeval": (held("ifeval", plan.ifeval_limit), len(arms)),
     }
     if any(a.name == FINAL_ARM for a in arms):
-        runs["served"] = (cases("livestream", plan.evals_dir, plan.eval_limit), 1)
+        runs["served"] = (held("livestream", plan.eval_limit), 1)
     return runs
 
 
@@ -368,7 +381,8 @@ def probe_evaluation(
     probe = apply_overrides(plan, [f"{k}={min(getattr(plan, k) or n, n)}" for k, n in sizes.items()])
     eval_root = root / "eval-probe"
     shutil.copytree(model, eval_root / "arms" / FINAL_ARM / "model")
-    planned, probed = eval_runs(plan, eval_root), eval_runs(probe, eval_root)
+    sizes = suite_sizes(plan, eval_root)
+    planned, probed = eval_runs(plan, sizes), eval_runs(probe, sizes)
     say(f"timing evaluation on {timed_on.split(' (')[0]}: a few cases of every run")
     # a first, uncounted run: it loads what every later run reuses (the first counted one would carry it)
     warm_up = EvalConfig(
