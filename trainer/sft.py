@@ -55,12 +55,15 @@ def sft_trainer(
             # none: the trainer's own count (of the same non-padding tokens) keeps the total
             "include_num_input_tokens_seen": "non_padding",
         }
+    padding_free = bool(getattr(cfg, "padding_free", False))
     args = SFTConfig(
         **scoring,
         **training_arguments(cfg),
-        max_length=max_length,
+        # the rows were fit to max_length already; TRL enforces it only on padded batches
+        max_length=None if padding_free else max_length,
         assistant_only_loss=True,
         packing=bool(getattr(cfg, "packing", False)),
+        padding_free=padding_free,
         # transformers' LengthGroupedSampler: shuffled megabatches, sorted by length within each
         train_sampling_strategy="group_by_length" if getattr(cfg, "group_by_length", False) else "random",
         dataset_num_proc=None,
