@@ -137,9 +137,9 @@ class BaseStageConfig(TrainConfig):
         default=False,
         metadata={"help": "Batch rows of similar length together (less padding; from scratch it trained worse)."},
     )
-    # Random batches of this corpus are 60 % padding (rows of 108 tokens on average, batches padded
-    # to their longest); joined without it, each row attending only to itself, a step took 0.88 s
-    # against 1.22 with the same loss at every step (benchmarks/bench_padding.py --stage base).
+    # Random batches of this corpus are half padding or more (each padded to its longest row);
+    # joined without it, each row attending only to itself, a copy-phase step took 0.88-0.96 s
+    # against 1.17-1.22 with the same loss at every step (benchmarks/bench_padding.py --stage base).
     padding_free: bool = field(
         default=True,
         metadata={

@@ -358,9 +358,11 @@ def markdown_table(results: dict[str, Any]) -> str:
             f"| *{label}* | {_n(p.get('livestream'))} | {_n(p.get('variant'))} | — | — | — | — | {_n(p.get('ifeval'))} |"
             + " — |" * 5
         )
+    jobs = results["plan"].get("eval_jobs")
     lines += [
         "",
-        "The paper's LS-QA is our livestream suite, its Harness-Variant our variant suite.",
+        "The paper's LS-QA is our livestream suite, its Harness-Variant our variant suite."
+        + (f" P50/P95: seconds per episode in process, {jobs} episodes in flight." if jobs else ""),
         "",
         *interval_table(results),
         *component_table(results),

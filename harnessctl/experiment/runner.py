@@ -490,7 +490,7 @@ def evaluate_arm(
                     suites=suites,
                     model=model,
                     api_base=api_base,
-                    jobs=plan.eval_jobs,
+                    jobs=plan.served_jobs if served else plan.eval_jobs,
                     limit=limit or None,
                     cache=False,
                     harness_path=plan.harness,
@@ -796,7 +796,11 @@ def collect(
     latency = None
     if final is not None:
         latency = dict(final["metrics"].get("served_latency") or final["metrics"]["latency"])
-        latency["where"] = "embedded server, livestream" if final["metrics"].get("served_latency") else "in process"
+        latency["where"] = (
+            f"embedded server, livestream, {plan.served_jobs} episodes in flight"
+            if final["metrics"].get("served_latency")
+            else f"in process, {plan.eval_jobs} episodes in flight"
+        )
     data_s = sum(float(d.get("seconds", 0.0)) for d in data.values())
     return {
         "results_version": RESULTS_VERSION,

@@ -181,11 +181,12 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert json.loads((study / "arms" / "hat" / "model" / "train.json").read_text())["hsa"] is True
     assert by_name["hat"]["metrics"]["served_latency"]["n"] == 1  # the final model answered through the embedded server
     assert [g["status"] in ("met", "missed", "n/a") for g in results["goals"]] == [True] * 5
-    assert results["goals"][4]["numbers"].endswith("(embedded server, livestream)")
+    assert results["goals"][4]["numbers"].endswith("(embedded server, livestream, 8 episodes in flight)")
 
     md = (study / "results.md").read_text()
     assert (
         "IFEval on 3 prompts" in md
+        and "P50/P95: seconds per episode in process, 16 episodes in flight." in md
         and "| fixed-SFT |" in md
         and "| HAT (+ HSA-RL) |" in md
         and "94.8" in md

@@ -210,6 +210,26 @@ def test_a_continued_study_may_run_more_episodes_at_once_but_not_change_its_plan
     open_study(full_plan(eval_jobs=2), tmp_path / "s")  # the preset's 600 is the --set's "600"; -j may change
     with pytest.raises(StudyError, match="eval_limit"):
         open_study(apply_overrides(full_plan(), ["eval_limit=3"]), tmp_path / "s")
+    # the served run's concurrency is part of what its latency means: not free
+    with pytest.raises(StudyError, match="served_jobs"):
+        open_study(apply_overrides(full_plan(), ["served_jobs=16"]), tmp_path / "s")
+
+
+def test_the_presets_evaluate_16_episodes_at_once_in_process_and_measure_latency_served_at_8(tmp_path):
+    import json
+
+    from harnessctl.experiment.runner import open_study
+
+    for preset in (full_plan, quick_plan):
+        assert (preset().eval_jobs, preset().served_jobs) == (16, 8)
+    # a study started before served_jobs was a field continues: it was served at 8 then too
+    folder = tmp_path / "older"
+    open_study(full_plan(), folder)
+    plan = json.loads((folder / "plan.json").read_text())
+    del plan["served_jobs"]
+    plan["eval_jobs"] = 8
+    (folder / "plan.json").write_text(json.dumps(plan))
+    open_study(full_plan(), folder)
 
 
 def test_a_refused_continuation_names_the_options_the_study_was_started_with(tmp_path):
