@@ -1,7 +1,8 @@
 """Benchmark of the bundled trainer on the tiny model (CPU), each figure against an in-run baseline.
 
-1. ``train sft`` tokens/s against plain TRL ``SFTTrainer`` on the same model, rows, ``max_length``,
-   batch, precision and steps (goal: >= 0.95x). Both are timed around ``trainer.train()``; tokens are
+1. ``train sft`` tokens/s against plain TRL ``SFTTrainer`` on the same model (loaded as the stage
+   loads it, so both run right-padded batches without their padding mask; ``bench_padding.py``
+   measures that), rows, ``max_length``, batch, precision and steps (goal: >= 0.95x). Both are timed around ``trainer.train()``; tokens are
    TRL's own ``num_tokens`` count (real tokens, padding excluded). The stage adds data checks, sizing,
    progress, manifests, and batches rows of similar length together (``group_by_length``; the
    baseline samples at random, so it pads each batch to its longest row). The two
