@@ -5,13 +5,14 @@ over ``--rounds`` (best of each; the machine may be shared).
 - ``--stage sft`` (trajectory rows of about 1,200 tokens, length-grouped batches of 8): the padding
   mask of right-padded batches dropped (``drop_right_padding_mask``), so attention takes its
   causal path, against the same batches with their mask.
-- ``--stage base`` (stage 0's general corpus with half copy rows, as in the copy phase; random
-  batches of 16): ``padding_free`` batches, each row attending only to itself, against padded ones.
+- ``--stage base`` (stage 0's general corpus with half copy rows, as in the study's copy phase;
+  random batches of 16): ``padding_free`` batches, each row attending only to itself, against
+  padded ones; ``--copy-share 0`` for the general rows alone.
 
 It prints seconds per step of each, the ratio, and both learning curves: neither change alters
 what a loss reads, so the losses must agree to float precision.
 
-    OMP_NUM_THREADS=2 python benchmarks/bench_padding.py [--stage sft|base] [--steps 8] [--rounds 2]
+    OMP_NUM_THREADS=2 python benchmarks/bench_padding.py [--stage sft|base] [--copy-share 0.5] [--steps 8] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
-def time_steps(stage: str, model_dir: Path, data: Path, out: Path, steps: int, padded: bool) -> tuple[float, list]:
+def time_steps(
+    stage: str, model_dir: Path, data: Path, out: Path, steps: int, padded: bool, copy_share: float = 0.5
+) -> tuple[float, list]:
     """Seconds per step (after the first) and the loss by step of ``steps`` steps of ``stage``."""
     from transformers import set_seed
     from transformers.trainer_callback import PrinterCallback
@@ -46,7 +49,7 @@ def time_steps(stage: str, model_dir: Path, data: Path, out: Path, steps: int, p
         "tiny-cpu",
         {
             "model": str(model_dir),
-            **({"data": str(data)} if stage == "sft" else {"copy_share": 0.5, "padding_free": not padded}),
+            **({"data": str(data)} if stage == "sft" else {"copy_share": copy_share, "padding_free": not padded}),
             "out": str(out),
             "max_steps": steps,
             "save_steps": steps,
@@ -82,6 +85,7 @@ def time_steps(stage: str, model_dir: Path, data: Path, out: Path, steps: int, p
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stage", choices=("sft", "base"), default="sft")
+    parser.add_argument("--copy-share", type=float, default=0.5, help="base: the share of copy rows")
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
@@ -97,7 +101,7 @@ def main() -> None:
             order = ("padded", "stage") if r % 2 == 0 else ("stage", "padded")
             for which in order:
                 seconds, losses = time_steps(
-                    args.stage, model_dir, data, work / f"{which}-{r}", args.steps, padded=which == "padded"
+                    args.stage, model_dir, data, work / f"{which}-{r}", args.steps, which == "padded", args.copy_share
                 )
                 runs[which].append(seconds)
                 curves[which] = losses

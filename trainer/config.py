@@ -137,11 +137,13 @@ class BaseStageConfig(TrainConfig):
         default=False,
         metadata={"help": "Batch rows of similar length together (less padding; from scratch it trained worse)."},
     )
-    # Random batches of this corpus are half padding or more (each padded to its longest row);
-    # joined without it, each row attending only to itself, a copy-phase step took 0.88-0.96 s
-    # against 1.17-1.22 with the same loss at every step (benchmarks/bench_padding.py --stage base).
+    # Random batches of this corpus are half padding or more (each padded to its longest row).
+    # Joined without it, each row attending only to itself, a step of the copy phase's rows took
+    # 0.88-0.96 s against 1.17-1.22 with the same loss at every step (benchmarks/bench_padding.py
+    # --stage base), but the general rows alone gained nothing (1.21-1.26 s against 1.25-1.28): a
+    # joined batch attends over all its rows' tokens, masked. The study's copy phase turns it on.
     padding_free: bool = field(
-        default=True,
+        default=False,
         metadata={
             "help": "Join each batch's rows into one sequence without padding, each row attending only to "
             "itself (the same loss, less compute on short rows)."

@@ -67,8 +67,14 @@ STAGES = ("base", "copy", "sft", "distill", "anchor", "rl")
 PHASES = {"copy": "base", "anchor": "distill"}
 #: The copy phase's settings unless the plan sets them: half copy rows at a steady learning rate
 #: (copying forms in a phase change that a decayed cosine schedule or diluted rows stop short of),
-#: and the copy probe on 60 prompts per kind.
-COPY_PHASE_DEFAULTS = {"copy_share": 0.5, "lr_scheduler_type": "constant_with_warmup", "copy_probe": 60}
+#: and the copy probe on 60 prompts per kind; padding-free batches (these rows are 60 % padding in
+#: random batches: 1.2-1.6x faster a step here, the same losses).
+COPY_PHASE_DEFAULTS = {
+    "copy_share": 0.5,
+    "lr_scheduler_type": "constant_with_warmup",
+    "copy_probe": 60,
+    "padding_free": True,
+}
 #: The anchor phase's settings unless the plan sets them: after OPD to the base on general prompts,
 #: distillation back toward the SFT parent on prompts cut at every step of the parent's own
 #: trajectories (OPD alone stopped the product lookups; 20 such steps brought them back).

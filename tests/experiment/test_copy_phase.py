@@ -67,6 +67,8 @@ def test_a_base_with_a_copy_phase_trains_both_phases_records_them_as_one_and_con
     assert general["parent"] == str(tiny_model_path) and "copy_probe" not in general
     assert copied["parent"] == str(base / GENERAL_DIR) and "50% copying rows" in copied["data"]
     assert copied["config"]["lr_scheduler_type"] == "constant_with_warmup"
+    # the copy phase's short rows train padding-free; the general phase's are padded
+    assert copied["config"]["padding_free"] is True and general["config"]["padding_free"] is False
     assert set(copied["copy_probe"]) == {"echo", "lookup", "tool_argument", "n"}
 
     assert record["steps"] == 3 and [p["phase"] for p in record["phases"]] == ["general", "copy"]

@@ -92,7 +92,7 @@ def test_generation_keeps_its_mask_and_its_output(model_and_backbone_masks):
     assert torch.equal(out, plain)
 
 
-def test_stage_0_trains_padding_free_by_default_with_the_losses_of_padded_batches(tiny_model_path, tmp_path):
+def test_stage_0_trains_padding_free_when_asked_with_the_losses_of_padded_batches(tiny_model_path, tmp_path):
     from trainer.base import train_base
     from trainer.config import load_config
 
@@ -111,12 +111,13 @@ def test_stage_0_trains_padding_free_by_default_with_the_losses_of_padded_batche
                 "save_steps": 100,
                 "warmup_steps": 0,
                 "copy_probe": 0,
-                **({} if padding_free else {"padding_free": False}),
+                **({"padding_free": True} if padding_free else {}),
             },
         )
-        assert cfg.padding_free is padding_free
+        assert cfg.padding_free is padding_free  # padded unless asked
         result = train_base(cfg, progress=False)
         return [round(row["loss"], 4) for row in result.log if "loss" in row]
 
-    packed = losses(True)
-    assert len(packed) == 3 and packed == losses(False)
+    joined = losses(True)
+    assert len(joined) == 3 and joined == losses(False)
+
