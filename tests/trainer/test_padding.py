@@ -120,4 +120,3 @@ def test_stage_0_trains_padding_free_when_asked_with_the_losses_of_padded_batche
 
     joined = losses(True)
     assert len(joined) == 3 and joined == losses(False)
-
