@@ -58,9 +58,8 @@ def time_steps(
         },
     )
     set_seed(cfg.seed)
-    model, tokenizer = load_model(model_dir, cfg)
-    if padded:
-        model._forward_pre_hooks.clear()  # the baseline: transformers as it is, mask and all
+    # the baseline: transformers as it is, mask and all
+    model, tokenizer = load_model(model_dir, cfg, drop_padding_mask=not padded)
     if stage == "sft":
         rows, info = fit_rows(read_chat_rows(data), tokenizer, model, 0, 0.0)
     else:

@@ -242,8 +242,12 @@ def peft_config(cfg: TrainConfig) -> Any:
     return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=targets, task_type="CAUSAL_LM")
 
 
-def load_model(path: str | Path, cfg: TrainConfig, what: str = "--model") -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from a checkpoint folder, in float32 (mixed precision runs under autocast)."""
+def load_model(
+    path: str | Path, cfg: TrainConfig, what: str = "--model", *, drop_padding_mask: bool = True
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from a checkpoint folder, in float32 (mixed precision runs under autocast),
+    running right-padded batches without their padding mask (:func:`drop_right_padding_mask`)
+    unless ``drop_padding_mask`` is False (a baseline to measure that against)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     p = check_checkpoint(path, what)
@@ -256,7 +260,8 @@ def load_model(path: str | Path, cfg: TrainConfig, what: str = "--model") -> tup
         raise TrainError(f"{what} {path}: the tokenizer has no chat template; the stages train on chats")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    drop_right_padding_mask(model)
+    if drop_padding_mask:
+        drop_right_padding_mask(model)
     return model, tokenizer
 
 
@@ -280,8 +285,9 @@ def drop_right_padding_mask(model: Any) -> Any:
     """
 
     def hook(module: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
-        mask = kwargs.get("attention_mask")
-        ids = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
+        mask, ids = kwargs.get("attention_mask"), kwargs.get("input_ids")
+        if ids is None:
+            ids = kwargs.get("inputs_embeds")
         if (
             mask is None
             or ids is None

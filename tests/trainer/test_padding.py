@@ -8,17 +8,20 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def model_and_backbone_masks(tiny_model_path):
-    """The tiny model as a stage loads it, and the masks its backbone is called with."""
+def models_and_backbone_masks(tiny_model_path):
+    """The tiny model as a stage loads it, the same model as transformers runs it (mask and all),
+    and the masks their backbones are called with."""
     from trainer.common import load_model
     from trainer.config import TrainConfig
 
     model, _ = load_model(tiny_model_path, TrainConfig(device="cpu"))
+    plain, _ = load_model(tiny_model_path, TrainConfig(device="cpu"), drop_padding_mask=False)
     seen: list = []
-    model.model.register_forward_pre_hook(
-        lambda module, args, kwargs: seen.append(kwargs.get("attention_mask")), with_kwargs=True
-    )
-    return model, seen
+    for m in (model, plain):
+        m.model.register_forward_pre_hook(
+            lambda module, args, kwargs: seen.append(kwargs.get("attention_mask")), with_kwargs=True
+        )
+    return model, plain, seen
 
 
 def _batch(left: bool):
@@ -34,61 +37,52 @@ def _batch(left: bool):
     return ids * mask, mask, labels
 
 
-def test_a_right_padded_batch_runs_without_its_mask_and_gives_the_same_loss_and_gradients(model_and_backbone_masks):
+def test_a_right_padded_batch_runs_without_its_mask_and_gives_the_same_loss_and_gradients(models_and_backbone_masks):
     import torch
 
-    model, seen = model_and_backbone_masks
+    model, plain, seen = models_and_backbone_masks
     ids, mask, labels = _batch(left=False)
     seen.clear()
     fast = model(input_ids=ids, attention_mask=mask, labels=labels)
     fast.loss.backward()
-    fast_grads = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
     assert seen == [None]
 
-    hooks = dict(model._forward_pre_hooks)
-    model._forward_pre_hooks.clear()  # transformers as it is: the mask goes in
-    try:
-        masked = model(input_ids=ids, attention_mask=mask, labels=labels)
-        masked.loss.backward()
-    finally:
-        model._forward_pre_hooks.update(hooks)
+    masked = plain(input_ids=ids, attention_mask=mask, labels=labels)  # transformers as it is: the mask goes in
+    masked.loss.backward()
     assert seen[-1] is not None
     assert torch.allclose(fast.loss, masked.loss, atol=1e-6)
     real = mask.bool()
     assert torch.allclose(fast.logits[real], masked.logits[real], atol=1e-5)
-    for a, p in zip(fast_grads, model.parameters(), strict=True):
-        assert torch.allclose(a, p.grad, atol=1e-6)
+    for a, p in zip(model.parameters(), plain.parameters(), strict=True):
+        assert torch.allclose(a.grad, p.grad, atol=1e-6)
     model.zero_grad()
+    plain.zero_grad()
 
 
-def test_a_left_padded_batch_keeps_its_mask(model_and_backbone_masks):
-    model, seen = model_and_backbone_masks
+def test_a_left_padded_batch_keeps_its_mask(models_and_backbone_masks):
+    model, _, seen = models_and_backbone_masks
     ids, mask, labels = _batch(left=True)
     seen.clear()
     model(input_ids=ids, attention_mask=mask, labels=labels)
     assert seen[0] is not None and seen[0].shape == mask.shape
 
 
-def test_generation_keeps_its_mask_and_its_output(model_and_backbone_masks):
+def test_generation_keeps_its_mask_and_its_output(models_and_backbone_masks):
     import torch
 
-    model, seen = model_and_backbone_masks
+    model, plain_model, seen = models_and_backbone_masks
     ids, mask, _ = _batch(left=True)
     model.eval()
+    plain_model.eval()
     try:
         with torch.no_grad():
             seen.clear()
             out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4, do_sample=False)
             assert seen and all(m is not None for m in seen)
-            hooks = dict(model._forward_pre_hooks)
-            model._forward_pre_hooks.clear()
-            try:
-                plain = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4, do_sample=False)
-            finally:
-                model._forward_pre_hooks.update(hooks)
+            plain = plain_model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4, do_sample=False)
     finally:
         model.train()
+        plain_model.train()
     assert torch.equal(out, plain)
 
 
