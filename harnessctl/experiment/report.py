@@ -208,7 +208,7 @@ def render_report(results: dict[str, Any]) -> str:
     whiskers = {a["label"]: [(a["metrics"].get("intervals") or {}).get(k) for k in keys] for a in arms}
     html.append(grouped_bars(groups, series, intervals=whiskers))
     html.append(
-        "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step; SFT's eval_loss is on held-out rows of its dataset, distillation's heldout_loss on the same rows of its SFT parent's</p>"
+        "<h2>Learning curves</h2><p class=meta>the trainer's logged loss (SFT, distillation) or mean reward (GRPO) per step; SFT's eval_loss is on held-out rows of its dataset, distillation's heldout_loss on the same rows of its SFT parent's (heldout_call_match: the share of their tool-calling turns whose greedy first call is the trajectory's, tool and skill)</p>"
     )
     for stage, key in (
         ("base", "loss"),
@@ -216,6 +216,7 @@ def render_report(results: dict[str, Any]) -> str:
         ("sft", "eval_loss"),
         ("distill", "loss"),
         ("distill", "heldout_loss"),
+        ("distill", "heldout_call_match"),
         ("rl", "reward"),
     ):
         curves = {

@@ -156,6 +156,21 @@ def test_the_table_and_the_report_show_every_arm_beside_the_papers_numbers():
     assert "fixed-SFT" in html and "94.8" in html and "http" not in html.split("<body>")[1]
 
 
+def test_a_distillation_arms_first_call_match_is_kept_as_a_curve_and_plotted():
+    from harnessctl.experiment.runner import _curve
+
+    log = [
+        {"step": 0.0, "heldout_loss": 0.761, "heldout_call_match": 0.1846, "epoch": 0.0, "elapsed_s": 18.8},
+        {"step": 5.0, "loss": 2.0, "grad_norm": 2.9, "learning_rate": 1e-5},
+        {"step": 5.0, "heldout_loss": 0.7638, "heldout_call_match": 0.2},
+    ]
+    arm = _arm("hsa-sft-opd", "HSA-SFT + OPD", {"livestream": 11.25})
+    arm["stage"], arm["curve"] = "distill", _curve(log)
+    assert [p.get("heldout_call_match") for p in arm["curve"]] == [0.1846, None, 0.2]
+    html = render_report({"id": "s1", "command": "c", "plan": {}, "eval_cases": 2, "arms": [arm], "goals": []})
+    assert "<h3>distill: heldout_call_match</h3><svg" in html
+
+
 def test_each_arm_trains_from_its_parent_on_its_own_data_and_logs_a_curve(tmp_path):
     from harnessctl.experiment.runner import stage_config
 
