@@ -23,8 +23,9 @@ from typing import Any
 from trainer.config import TrainConfig
 
 MANIFEST = "train.json"
-#: The logged metrics a learning curve keeps (training loss, held-out losses, GRPO reward).
-CURVE_KEYS = frozenset({"loss", "eval_loss", "heldout_loss", "heldout_call_match", "reward"})
+#: The logged metrics a learning curve keeps (training loss, held-out losses and first-call
+#: match, GRPO reward), in the order a curve's points list them.
+CURVE_KEYS = ("loss", "eval_loss", "heldout_loss", "heldout_call_match", "reward")
 MANIFEST_VERSION = 1
 _PACKAGES = ("harnessctl", "torch", "transformers", "trl", "accelerate", "peft", "datasets", "tokenizers")
 
@@ -515,7 +516,7 @@ def run_trainer(
         interrupted=interrupt.requested,
         resumed_from=str(resume_from) if resume_from else None,
         # the whole curve: a resumed trainer's history starts with the checkpoint's
-        log=[r for r in _numeric_history(state.log_history) if CURVE_KEYS & r.keys()],
+        log=[r for r in _numeric_history(state.log_history) if r.keys() & set(CURVE_KEYS)],
     )
     if resume_from is not None and start_step:  # count only this run's tokens
         result.tokens = int(max(0.0, tokens - _tokens_at(resume_from)))

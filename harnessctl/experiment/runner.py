@@ -631,11 +631,6 @@ def _lineage(plan: StudyPlan, arm: Arm, root: Path) -> list[dict[str, Any]]:
     return out
 
 
-#: The trainer's logged metrics a study keeps as learning curves (the trainer's own CURVE_KEYS,
-#: repeated here so that reading a study does not import torch).
-CURVE_METRICS = ("loss", "eval_loss", "heldout_loss", "heldout_call_match", "reward")
-
-
 def _curve(log: list[dict[str, Any]]) -> list[dict[str, float]]:
     """The learning curve from the trainer's log: step and the stage's headline metrics (SFT's
     held-out loss as ``eval_loss``, distillation's loss on its SFT parent's held-out rows as
@@ -645,10 +640,12 @@ def _curve(log: list[dict[str, Any]]) -> list[dict[str, float]]:
     ...         {"step": 5, "loss": 2.0, "grad_norm": 3.1}, {"step": 6, "learning_rate": 1e-5}])
     [{'step': 5, 'heldout_loss': 0.7638, 'heldout_call_match': 0.2}, {'step': 5, 'loss': 2.0}]
     """
+    from trainer.common import CURVE_KEYS
+
     out = []
     for row in log:
         point = {"step": row.get("step", 0.0)}
-        for key in CURVE_METRICS:
+        for key in CURVE_KEYS:
             if key in row:
                 point[key] = round(float(row[key]), 5)
         if len(point) > 1:
