@@ -36,7 +36,7 @@ from .common import (
     choose_model,
     resolve_harness_path,
 )
-from .output import EXIT_DIFFERENT, EXIT_ERRORS, CLIError, cli_errors, err, out, print_json
+from .output import EXIT_DIFFERENT, EXIT_ERRORS, CLIError, cli_errors, err, fail, out, print_json
 
 RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds run folders.")]
 EvalsDirOpt = Annotated[Path, typer.Option("--evals-dir", help="Folder that holds the suite files.")]
@@ -478,15 +478,26 @@ def compare(
     force: Annotated[
         bool, typer.Option("--force", help="Compare runs made on different suites versions anyway.")
     ] = False,
+    gate: Annotated[
+        str,
+        typer.Option(
+            "--gate",
+            help="What must lie beyond --threshold for a regression: 'point' (the drop's estimate) or "
+            "'interval' (its whole 95% interval: only drops the cases leave no doubt about).",
+        ),
+    ] = "point",
     as_json: JsonOpt = False,
 ) -> None:
     """Compare two runs: per-suite deltas with 95% bootstrap intervals and the cases that flipped.
 
-    Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A; exit 2 when the
-    runs used different suites versions (unless --force)."""
-    from harnessctl.eval.compare import check_suite_versions, compare_results
+    Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A (its estimate, or
+    with --gate interval its whole interval); exit 2 when the runs used different suites versions
+    (unless --force)."""
+    from harnessctl.eval.compare import GATES, check_suite_versions, compare_results
     from harnessctl.eval.store import RunStore
 
+    if gate not in GATES:
+        fail(f"--gate: expected one of {', '.join(GATES)}, got {gate!r}")
     with _library_errors():
         a, b = RunStore.open(run_a, runs_dir), RunStore.open(run_b, runs_dir)
         if not force:
@@ -495,6 +506,7 @@ def compare(
             a.results(),
             b.results(),
             threshold=threshold,
+            gate=gate,
             run_a=a.run_id,
             run_b=b.run_id,
             skipped_a=(a.summary() or {}).get("skipped"),
@@ -507,13 +519,20 @@ def compare(
     if cmp.regression:
         if not as_json:
             names = ", ".join(s.suite for s in cmp.suites.values() if s.regression)
-            err.print(f"[bold red]regression[/] in {names}: more than {threshold:g} points below {cmp.run_a}")
+            what = "its whole 95% interval" if gate == "interval" else "its estimate"
+            err.print(f"[bold red]regression[/] in {names}: more than {_points(threshold)} below {cmp.run_a} ({what})")
         raise typer.Exit(EXIT_DIFFERENT)
+
+
+def _points(n: float) -> str:
+    """``1 point``, ``2.5 points``."""
+    return f"{n:g} point" + ("" if n == 1 else "s")
 
 
 def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
     t = Table(
-        title=f"{cmp.run_b} (B) vs {cmp.run_a} (A) · threshold {threshold:g} points · scores and Δ on the cases both runs scored",
+        title=f"{cmp.run_b} (B) vs {cmp.run_a} (A) · threshold {_points(threshold)} ({cmp.gate}) · "
+        "scores and Δ on the cases both runs scored",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -552,6 +571,17 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
         if s.only_a or s.only_b:
             notes.append(
                 f"{s.suite}: compared on the {s.n_paired} shared cases; left out {s.only_a} only in A, {s.only_b} only in B"
+            )
+        if d.value < -threshold and not s.beyond_noise:
+            # the point gate flags it, or the interval gate passed it: either way say why
+            notes.append(
+                f"{s.suite}: the drop's 95% interval [{d.low:+.1f}, {d.high:+.1f}] reaches 0 — at {s.n_paired} "
+                "paired cases it is not told apart from sampling noise (more cases: --limit; "
+                + (
+                    "the interval gate lets it pass)"
+                    if cmp.gate == "interval"
+                    else "to fail only on drops beyond doubt: --gate interval)"
+                )
             )
     out.print(t)
     for s in cmp.suites.values():

@@ -52,8 +52,9 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except HarnessError as e:
+        # the same "error:" lead as every other message; `validate` lists issues its own way
         for issue in e.issues:
-            err.print(f"[red]{_escape(str(issue))}[/]")
+            err.print(f"[bold red]error:[/] [red]{_escape(str(issue))}[/]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except CLIError as e:
         fail(_escape(str(e)), e.code)

@@ -1,6 +1,12 @@
 """Compare two runs: per-suite score deltas with bootstrap intervals, cases that flipped, and a
 regression verdict a CI gate can act on.
 
+A regression is a drop of more than ``threshold`` points. Under the default ``gate="point"`` the
+drop's point estimate decides; at a few dozen cases a handful of flipped cases moves it by several
+points, so each suite also says whether its whole interval lies below 0 (``beyond_noise``), and
+``gate="interval"`` fails only when the whole interval lies beyond the threshold (a drop the
+cases leave no doubt about; it misses smaller ones on small runs).
+
 Cases are paired by (suite, case id, repeat); the scores, the delta and its interval are
 computed on the paired (shared) cases only, so two runs over different ``--limit`` values still
 compare like with like. A suite that only one run holds (e.g. ``ifeval``, which the oracle skips)
@@ -42,6 +48,12 @@ class SuiteDelta:
     skipped_b: str | None = None
 
     @property
+    def beyond_noise(self) -> bool:
+        """Whether the delta's whole interval lies on one side of 0 (a difference the paired
+        cases show, not one a different sample of cases could reverse)."""
+        return bool(self.n_paired) and (self.delta.high < 0 or self.delta.low > 0)
+
+    @property
     def present_in(self) -> str:
         """``"both"`` when each run scored cases of this suite, else ``"A"`` or ``"B"``."""
         has_a, has_b = bool(self.n_paired or self.only_a), bool(self.n_paired or self.only_b)
@@ -51,6 +63,7 @@ class SuiteDelta:
         d = dict(self.__dict__)
         d["delta"] = self.delta.to_dict()
         d["present_in"] = self.present_in
+        d["beyond_noise"] = self.beyond_noise
         return d
 
 
@@ -60,6 +73,7 @@ class Comparison:
     run_b: str
     threshold: float
     suites: dict[str, SuiteDelta]
+    gate: str = "point"
 
     @property
     def regression(self) -> bool:
@@ -70,9 +84,14 @@ class Comparison:
             "run_a": self.run_a,
             "run_b": self.run_b,
             "threshold": self.threshold,
+            "gate": self.gate,
             "regression": self.regression,
             "suites": {k: v.to_dict() for k, v in self.suites.items()},
         }
+
+
+#: How a drop becomes a regression: its point estimate, or its whole 95 % interval, beyond the threshold.
+GATES = ("point", "interval")
 
 
 class SuiteVersionError(ValueError):
@@ -124,6 +143,7 @@ def compare_results(
     b: Sequence[CaseResult],
     *,
     threshold: float = 1.0,
+    gate: str = "point",
     run_a: str = "A",
     run_b: str = "B",
     n_resamples: int = 1000,
@@ -132,8 +152,19 @@ def compare_results(
     skipped_b: dict[str, str] | None = None,
 ) -> Comparison:
     """Run B against run A. A suite regresses when B's score is more than ``threshold`` points
-    below A's on the paired cases (the bootstrap interval is reported beside it).
-    ``skipped_a``/``skipped_b`` (suite -> why, from a run's summary) explain a missing suite."""
+    below A's on the paired cases: the point estimate under ``gate="point"``, the whole bootstrap
+    interval under ``gate="interval"``. ``skipped_a``/``skipped_b`` (suite -> why, from a run's
+    summary) explain a missing suite.
+
+    >>> from harnessctl.eval.results import CaseResult
+    >>> a = [CaseResult("livestream", f"c{i}", score=1.0, passed=True) for i in range(20)]
+    >>> b = [CaseResult("livestream", f"c{i}", score=0.0 if i < 2 else 1.0, passed=i >= 2) for i in range(20)]
+    >>> point, interval = (compare_results(a, b, gate=g).suites["livestream"] for g in GATES)
+    >>> point.delta.value, point.regression, point.beyond_noise, interval.regression
+    (-10.0, True, False, False)
+    """
+    if gate not in GATES:
+        raise ValueError(f"gate must be one of {', '.join(GATES)}, got {gate!r}")
     skipped_a, skipped_b = skipped_a or {}, skipped_b or {}
     index_a = {r.key: r for r in a}
     index_b = {r.key: r for r in b}
@@ -161,8 +192,8 @@ def compare_results(
             fail_to_pass=[_label(index_b[k]) for k in paired if not index_a[k].passed and index_b[k].passed],
             only_a=len(keys_a - keys_b),
             only_b=len(keys_b - keys_a),
-            regression=bool(paired) and delta.value < -threshold,
+            regression=bool(paired) and (delta.high if gate == "interval" else delta.value) < -threshold,
             skipped_a=skipped_a.get(s) if not keys_a else None,
             skipped_b=skipped_b.get(s) if not keys_b else None,
         )
-    return Comparison(run_a=run_a, run_b=run_b, threshold=threshold, suites=out)
+    return Comparison(run_a=run_a, run_b=run_b, threshold=threshold, suites=out, gate=gate)

@@ -104,6 +104,38 @@ def test_compare_cli_exits_1_on_regression_and_0_otherwise(tmp_path):
     assert res.exit_code == 2 and "no such run" in res.output
 
 
+def test_a_drop_inside_the_noise_is_named_as_such_and_the_interval_gate_lets_it_pass(tmp_path):
+    """Two of 20 cases flipped: 6 points down, an interval that reaches 0. The default gate fails
+    it and says the cases cannot tell it from noise; `--gate interval` passes it. Twelve of 40
+    flipped is a drop beyond doubt: both gates fail it."""
+    write_run(tmp_path, "v3", make_results(20, failing=set()))
+    write_run(tmp_path, "v4", make_results(20, failing={0, 1}))
+    runner = CliRunner()
+    cmd = ["compare", "v3", "v4", "--runs-dir", str(tmp_path)]
+    res = runner.invoke(app, cmd, env={"COLUMNS": "200"})
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1, res.output
+    assert "livestream: the drop's 95% interval [" in text and "at 20 paired cases it is not told apart" in text
+    assert "regression in livestream: more than 1 point below v3 (its estimate)" in text
+    res = runner.invoke(app, [*cmd, "--gate", "interval", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    live = data["suites"]["livestream"]
+    assert data["gate"] == "interval" and live["delta"]["value"] == -6.0 and live["delta"]["high"] >= 0
+    assert live["beyond_noise"] is False and live["regression"] is False
+
+    write_run(tmp_path, "base40", make_results(40, failing=set()))
+    write_run(tmp_path, "worse40", make_results(40, failing=set(range(0, 40, 3)) - {39}))
+    for gate in ("point", "interval"):
+        res = runner.invoke(
+            app, ["compare", "base40", "worse40", "--runs-dir", str(tmp_path), "--gate", gate, "--json"]
+        )
+        live = json.loads(res.stdout)["suites"]["livestream"]
+        assert res.exit_code == 1 and live["beyond_noise"] and live["regression"], (gate, live)
+    res = runner.invoke(app, [*cmd, "--gate", "median"])
+    assert res.exit_code == 2 and "--gate: expected one of point, interval, got 'median'" in res.output
+
+
 def test_compare_scores_only_the_shared_cases_and_names_a_suite_one_run_lacks(tmp_path):
     """A baseline over 40 cases and two suites, a candidate over 10 of those cases in one suite
     that skipped IFEval: the delta is on the 10 shared cases, and the suites each run lacks are

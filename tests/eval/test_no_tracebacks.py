@@ -108,3 +108,24 @@ def test_suites_rebuilt_outside_git_change_no_file(tmp_path, monkeypatch):
     assert res.exit_code == 2, res.output
     assert "not inside a git repository" in res.output
     assert not (tmp_path / "evals").exists()  # nothing half written
+
+
+@pytest.mark.parametrize(
+    ("command", "names"),
+    [
+        (["log", "-H", "{harness}"], "not inside a git repository"),  # a harness error (located)
+        (["diff", "v1", "v2", "-H", "{harness}"], "not inside a git repository"),
+        (["eval", "--suite", "nosuch", "-H", "{harness}"], "nosuch"),  # a usage error
+    ],
+)
+def test_every_error_leads_with_error_whatever_raised_it(tmp_path, monkeypatch, command, names):
+    """A harness outside git and an unknown suite read alike: one line that starts with `error:`."""
+    harness = tmp_path / "harness"
+    shutil.copytree(HARNESS, harness)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, [a.format(harness=harness) for a in command])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines and lines[0].startswith("error: "), res.output
+    assert names in res.output and "Traceback" not in res.output

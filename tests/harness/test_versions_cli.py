@@ -290,7 +290,9 @@ def test_a_broken_working_folder_names_its_files_as_the_user_reaches_them(shop):
     for args in (["show"], ["diff", "v3", str(h)]):
         result = run(*args, "-H", str(h))
         assert result.exit_code == 2
-        assert re.search(rf"^{re.escape(str(h))}/skills/greeting.yaml:\d+:\d+: ", result.stderr, re.M), result.stderr
+        assert re.search(rf"^error: {re.escape(str(h))}/skills/greeting.yaml:\d+:\d+: ", result.stderr, re.M), (
+            result.stderr
+        )
         assert "Traceback" not in result.output
 
 
