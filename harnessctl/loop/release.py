@@ -250,7 +250,9 @@ def _gate(
         for s, d in cmp.suites.items():
             if d.regression:
                 reasons.append(
-                    f"regression on {s}: {d.score_a:.1f} -> {d.score_b:.1f} ({d.delta.value:+.1f} points, threshold {gate.threshold:g})"
+                    f"regression on {s}: {d.score_a:.1f} -> {d.score_b:.1f} ({d.delta.value:+.1f} points, 95% interval "
+                    f"[{d.delta.low:+.1f}, {d.delta.high:+.1f}]{'' if d.beyond_noise else ', reaching 0'}; "
+                    f"threshold {gate.threshold:g})"
                 )
     p95 = result.latency.get("p95")
     if p95 is None or math.isnan(p95):
