@@ -378,11 +378,27 @@ def build_suites_cmd(
             help="Official IFEval prompts instead of generated ones: a local input_data.jsonl, or google/IFEval to fetch them with `datasets` (online only).",
         ),
     ] = None,
+    messages: Annotated[
+        str,
+        typer.Option(
+            "--messages",
+            help="Viewer messages from the held-out templates ('eval', the suites) or the training data's "
+            "('train': a control, into its own --evals-dir; a model far better on it has learned the "
+            "training phrasings, not the task).",
+        ),
+    ] = "eval",
     as_json: JsonOpt = False,
 ) -> None:
     """Rebuild the suite files in evals/ deterministically (same code and seeds, same bytes)."""
-    from harnessctl.eval.build import build_all
+    from harnessctl.eval.build import MESSAGE_SIDES, build_all
 
+    if messages not in MESSAGE_SIDES:
+        fail(f"--messages: expected one of {', '.join(MESSAGE_SIDES)}, got {messages!r}")
+    if messages != "eval" and evals_dir.resolve() == Path("evals").resolve():
+        fail(
+            f"--messages {messages} builds control suites: write them to a folder of their own "
+            f"(--evals-dir evals-{messages}), not over the suites in {evals_dir}"
+        )
     names = None if suite == "all" else [s.strip() for s in suite.split(",") if s.strip()]
     with _library_errors():
         with _progress("build", enabled=not as_json or err.is_terminal) as update:
@@ -392,11 +408,13 @@ def build_suites_cmd(
                 suites=names,
                 ifeval_prompts=ifeval_prompts,
                 progress=update,
+                messages=messages,
             )
     if as_json:
         print_json(index)
         return
-    t = Table(title=f"suites in {evals_dir}", title_justify="left")
+    control = " · viewer messages from the training templates (a control)" if messages != "eval" else ""
+    t = Table(title=f"suites in {evals_dir}{control}", title_justify="left")
     for col in ("suite", "cases", "version", "sha256"):
         t.add_column(col)
     for name, info in index["suites"].items():

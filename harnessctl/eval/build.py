@@ -44,10 +44,17 @@ HUB_IFEVAL = "google/IFEval"
 Progress = Callable[[str, int, int], None]
 
 
-def _generate(n: int, seed: int, suite: str, **kwargs: Any) -> list[Case]:
+#: Which viewer-message templates the suites draw (see :mod:`harnessctl.sim.templates`): the
+#: held-out side, always, for the suites a model is scored on; the training side only for a
+#: control (``build-suites --messages train``): the same cases worded as training data words
+#: them, so that a score gap between the two is the gap a model has on phrasings it never saw.
+MESSAGE_SIDES = ("eval", "train")
+
+
+def _generate(n: int, seed: int, suite: str, messages: str = "eval", **kwargs: Any) -> list[Case]:
     from harnessctl.sim.cases import generate_cases
 
-    return list(generate_cases(n, seed, suite=suite, messages="eval", **kwargs))
+    return list(generate_cases(n, seed, suite=suite, messages=messages, **kwargs))
 
 
 def _tag(case: Case, suite: str, prefix: str, *tags: str) -> Case:
@@ -65,9 +72,11 @@ def _supported(case: Case, harness: Any) -> bool:
     return all(c.tool in keys_t for c in case.expect.calls)
 
 
-def build_livestream(harness: Any, n: int = SIZES["livestream"], seed: int = SEEDS["livestream"]) -> list[SuiteItem]:
+def build_livestream(
+    harness: Any, n: int = SIZES["livestream"], seed: int = SEEDS["livestream"], messages: str = "eval"
+) -> list[SuiteItem]:
     """Viewer cases under the harness being evaluated."""
-    cases = _generate(n, seed, "livestream")
+    cases = _generate(n, seed, "livestream", messages)
     return [SuiteItem("livestream", _tag(c, "livestream", "ls")) for c in cases]
 
 
@@ -77,6 +86,7 @@ def build_variant(
     n: int = SIZES["variant"],
     seed: int = SEEDS["variant"],
     n_variants: int = 40,
+    messages: str = "eval",
 ) -> list[SuiteItem]:
     """Cases under held-out HSA variants (7/8) and under the shipped history's versions (1/8).
     Each held-out variant also binds the reply constraints (see
@@ -105,7 +115,7 @@ def build_variant(
             )
         )
     per_variant = n_hsa // n_variants
-    cases = _generate(n_hsa, seed + 1, "variant")
+    cases = _generate(n_hsa, seed + 1, "variant", messages)
     for i, c in enumerate(cases):
         spec = specs[min(i // max(per_variant, 1), n_variants - 1)]
         c.variant = spec["id"]
@@ -118,7 +128,7 @@ def build_variant(
         kept: list[Case] = []
         offset = 0
         while len(kept) < per_rev:
-            batch = _generate(per_rev * 2, seed + 100 + 10 * j + offset, "variant")
+            batch = _generate(per_rev * 2, seed + 100 + 10 * j + offset, "variant", messages)
             kept.extend(c for c in batch if _supported(c, old))
             offset += 1
         for c in kept[:per_rev]:
@@ -130,7 +140,9 @@ def build_variant(
     return items
 
 
-def build_robustness(harness: Any, n: int = SIZES["robustness"], seed: int = SEEDS["robustness"]) -> list[SuiteItem]:
+def build_robustness(
+    harness: Any, n: int = SIZES["robustness"], seed: int = SEEDS["robustness"], messages: str = "eval"
+) -> list[SuiteItem]:
     """Half tool faults (each kind on the first attempt of a needed tool, some on every attempt),
     half prompt perturbations."""
     n_faults = n // 2
@@ -138,7 +150,9 @@ def build_robustness(harness: Any, n: int = SIZES["robustness"], seed: int = SEE
     rng = random.Random(seed)
     items: list[SuiteItem] = []
     fault_cases = [
-        c for c in _generate(n_faults * 2, seed, "robustness") if any(call.required for call in c.expect.calls)
+        c
+        for c in _generate(n_faults * 2, seed, "robustness", messages)
+        if any(call.required for call in c.expect.calls)
     ][:n_faults]
     for i, c in enumerate(fault_cases):
         kind = FAULT_KINDS[i % len(FAULT_KINDS)]
@@ -149,7 +163,7 @@ def build_robustness(harness: Any, n: int = SIZES["robustness"], seed: int = SEE
         c.faults = {tool: [kind] * (8 if persistent else 1)}
         tags = [f"fault:{kind}"] + (["fault:persistent"] if persistent else [])
         items.append(SuiteItem("robustness", _tag(c, "robustness", "rob", *tags)))
-    for i, c in enumerate(_generate(n_prompt, seed + 1, "robustness")):
+    for i, c in enumerate(_generate(n_prompt, seed + 1, "robustness", messages)):
         kind = PERTURBATIONS[i % len(PERTURBATIONS)]
         p = perturb(c, kind, seed=seed + i)
         items.append(SuiteItem("robustness", _tag(p, "robustness", "rob")))
@@ -178,10 +192,15 @@ def build_all(
     suites: list[str] | None = None,
     ifeval_prompts: str | Path | None = None,
     progress: Progress | None = None,
+    messages: str = "eval",
 ) -> dict[str, Any]:
-    """(Re)write the suite files and ``evals/suites.json``; returns the index."""
+    """(Re)write the suite files and ``evals/suites.json``; returns the index. ``messages="train"``
+    builds the control suites (viewer messages from the training side's templates), recorded as
+    such in the index so that a run on them is never compared with a run on the real suites."""
     from harnessctl.harness import load_harness
 
+    if messages not in MESSAGE_SIDES:
+        raise ValueError(f"messages must be one of {', '.join(MESSAGE_SIDES)}, got {messages!r}")
     names = suites or list(SUITES)
     for s in names:
         if s not in SUITES:
@@ -199,11 +218,11 @@ def build_all(
         if progress:
             progress("build", k, len(names))
         if s == "livestream":
-            built[s] = build_livestream(harness)
+            built[s] = build_livestream(harness, messages=messages)
         elif s == "variant":
-            built[s] = build_variant(harness, harness_path)
+            built[s] = build_variant(harness, harness_path, messages=messages)
         elif s == "robustness":
-            built[s] = build_robustness(harness)
+            built[s] = build_robustness(harness, messages=messages)
         else:
             built[s] = build_ifeval(prompts_file=ifeval_prompts)
     for s, items in built.items():
@@ -215,6 +234,8 @@ def build_all(
             "seed": SEEDS[s],
             "source": "official IFEval prompts" if (s == "ifeval" and ifeval_prompts) else "generated",
             "sha256": file_sha256(path),
+            # only the control says so: the real suites' index stays as it was
+            **({"messages": messages} if messages != "eval" and s != "ifeval" else {}),
         }
     index["format_version"] = SUITE_FORMAT_VERSION
     # Per suite its own; the whole set has one only when every suite was built at it.

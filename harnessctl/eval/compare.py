@@ -124,6 +124,13 @@ def check_suite_versions(manifest_a: dict[str, Any], manifest_b: dict[str, Any])
     shared = set(manifest_a.get("suites") or {}) & set(manifest_b.get("suites") or {})
     problems = []
     for s in sorted(shared):
+        ma, mb = (((m.get("suites") or {}).get(s) or {}).get("messages", "eval") for m in (manifest_a, manifest_b))
+        if ma != mb:
+            problems.append(
+                f"suite {s}: run A worded its viewer messages from the {ma} templates, run B from the {mb} ones "
+                "(a control built with `build-suites --messages train`); the cases differ"
+            )
+            continue
         va, vb = suites_version(manifest_a, s), suites_version(manifest_b, s)
         if va is not None and vb is not None and va != vb:
             older = "A" if va < vb else "B"

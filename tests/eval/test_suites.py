@@ -198,3 +198,45 @@ def test_build_suites_cli_can_use_official_ifeval_prompts(tmp_path):
         "ifeval-official-1",
         "ifeval-official-2",
     ]
+
+
+def test_a_control_worded_from_the_training_templates_holds_the_same_cases_and_is_never_compared(tmp_path):
+    """`build-suites --messages train`: the livestream cases again, each viewer message drawn from
+    the training side's templates instead of the held-out side's, marked in the index; a run on it
+    and a run on the real suite are not compared (their case ids match, their messages do not),
+    and the control is never written over the real suites."""
+    from harnessctl.sim.templates import template_split
+
+    control = tmp_path / "evals-train"
+    cmd = ["eval", "build-suites", "-s", "livestream", "--messages", "train", "-H", str(HARNESS), "--json"]
+    res = CliRunner().invoke(app, [*cmd, "--evals-dir", str(control)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["suites"]["livestream"]["messages"] == "train"
+    real, trained = load_suite("livestream", EVALS), load_suite("livestream", control)
+    assert [i.id for i in real] == [i.id for i in trained]
+    assert [i.case.intent for i in real] == [i.case.intent for i in trained]
+
+    def side(item):
+        kind, _, _ = item.case.template.partition(":")
+        from harnessctl.sim.templates import TEMPLATES, template_id
+
+        text = next(t for t in TEMPLATES[kind] if template_id(kind, t) == item.case.template)
+        return template_split(kind, text)
+
+    assert {side(i) for i in real[:200]} == {"eval"} and {side(i) for i in trained[:200]} == {"train"}
+    assert sum(a.case.query != b.case.query for a, b in zip(real, trained, strict=True)) > 0.9 * len(real)
+    assert "messages" not in suite_index(EVALS)["suites"]["livestream"]  # the real suites say nothing
+
+    runs = tmp_path / "runs"
+    for run_id, evals in (("real", EVALS), ("control", control)):
+        res = CliRunner().invoke(
+            app,
+            ["eval", "-s", "livestream", "--limit", "4", "-m", "oracle", "-H", str(HARNESS)]
+            + ["--evals-dir", str(evals), "--runs-dir", str(runs), "--run-id", run_id],
+        )
+        assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["compare", "real", "control", "--runs-dir", str(runs)])
+    assert res.exit_code == 2 and "run B from the train ones" in " ".join(res.output.split()), res.output
+
+    res = CliRunner().invoke(app, cmd)  # no --evals-dir: the real suites
+    assert res.exit_code == 2 and "write them to a folder of their own (--evals-dir evals-train)" in res.output
