@@ -195,6 +195,7 @@ def eval_cmd(
         print_json(_json_summary(summary, outcome.store.root))
     else:
         _print_summary(summary, outcome.store.root, outcome.skipped, where)
+        _note_control_suites(outcome.store.manifest)
     _exit_on_errors(summary, outcome.store.manifest, where)
 
 
@@ -300,6 +301,17 @@ def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
 
 def _fmt_s(x: Any) -> str:
     return "—" if x is None else f"{x:.2f}s"
+
+
+def _note_control_suites(manifest: dict[str, Any]) -> None:
+    """Say so when a suite of the run is a control (``build-suites --messages train``)."""
+    for name, info in (manifest.get("suites") or {}).items():
+        side = (info or {}).get("messages")
+        if side and side != "eval":
+            out.print(
+                f"[yellow]{name} is a control:[/] its viewer messages are worded from the {side} templates, "
+                "not the held-out ones the suites use; compare it with a run on the same control"
+            )
 
 
 def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str], where: str = "") -> None:

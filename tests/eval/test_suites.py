@@ -235,6 +235,9 @@ def test_a_control_worded_from_the_training_templates_holds_the_same_cases_and_i
             + ["--evals-dir", str(evals), "--runs-dir", str(runs), "--run-id", run_id],
         )
         assert res.exit_code == 0, res.output
+        assert ("livestream is a control: its viewer messages are worded from the train templates" in res.output) is (
+            run_id == "control"
+        ), res.output
     res = CliRunner().invoke(app, ["compare", "real", "control", "--runs-dir", str(runs)])
     assert res.exit_code == 2 and "run B from the train ones" in " ".join(res.output.split()), res.output
 
