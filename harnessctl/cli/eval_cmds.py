@@ -520,9 +520,11 @@ def compare(
 ) -> None:
     """Compare two runs: per-suite deltas with 95% bootstrap intervals and the cases that flipped.
 
-    Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A (its estimate, or
-    with --gate interval its whole interval); exit 2 when the runs used different suites versions
-    (unless --force)."""
+    Exit 1 when a suite of RUN_B scores more than --threshold points below RUN_A; exit 2 when the
+    runs used different suites versions (unless --force).
+
+    With --gate interval a drop is a regression only when its whole 95% interval lies beyond
+    --threshold."""
     from harnessctl.eval.compare import GATES, check_suite_versions, compare_results
     from harnessctl.eval.store import RunStore
 
