@@ -96,6 +96,7 @@ class TrajectorySpec:
     faults: float = 0.2
     teacher: str | None = None  # None: the oracle; else a model string (see harnessctl.models.registry)
     min_score: float | None = None  # None: ORACLE_MIN_SCORE for the oracle, the scorer's pass mark for a teacher
+    vary_wording: float = 0.0  # share of cases whose viewer message is reworded (see harnessctl.sim.wording)
 
     def __post_init__(self) -> None:
         self.ops = resolve_operators(self.ops)
@@ -104,6 +105,7 @@ class TrajectorySpec:
             ("val_share", self.val_share),
             ("faults", self.faults),
             ("strength", self.strength),
+            ("vary_wording", self.vary_wording),
         ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value}")
@@ -220,7 +222,11 @@ def dataset_cases(spec: TrajectorySpec) -> list[Any]:
 
     # Training templates only: the suites' viewer messages are held out (see sim.templates).
     return generate_cases(
-        spec.n, seed=derive_seed(_CASES_SALT, spec.seed) % (2**31), faults=spec.faults or None, messages="train"
+        spec.n,
+        seed=derive_seed(_CASES_SALT, spec.seed) % (2**31),
+        faults=spec.faults or None,
+        messages="train",
+        vary_wording=spec.vary_wording,
     )
 
 
@@ -394,9 +400,13 @@ def _chunks(items: list[Pair], size: int) -> Iterator[list[Pair]]:
 
 
 def _spec_doc(spec: TrajectorySpec, source: Harness) -> dict[str, Any]:
+    doc = asdict(spec)
+    if not spec.vary_wording:
+        # Written only when used, so datasets built before the option existed still resume.
+        del doc["vary_wording"]
     return {
         "schema_version": DATASET_SCHEMA_VERSION,
-        "spec": asdict(spec),
+        "spec": doc,
         "source_fingerprint": harness_fingerprint(source),
     }
 
@@ -420,7 +430,8 @@ def _prepare_out(out: Path, doc: dict[str, Any], force: bool) -> None:
     if old == doc:
         return
     if not force:
-        changed = sorted(k for k in doc["spec"] if old.get("spec", {}).get(k) != doc["spec"][k])
+        old_spec = old.get("spec", {})
+        changed = sorted(k for k in set(doc["spec"]) | set(old_spec) if old_spec.get(k) != doc["spec"].get(k))
         what = (
             "the source harness changed"
             if old.get("source_fingerprint") != doc["source_fingerprint"]

@@ -123,6 +123,15 @@ def augment(
             "--faults", min=0.0, max=1.0, help="Share of dataset cases with a tool fault plan (retries in the data)."
         ),
     ] = 0.2,
+    vary_wording: Annotated[
+        float,
+        typer.Option(
+            "--vary-wording",
+            min=0.0,
+            max=1.0,
+            help="Share of dataset cases whose viewer message is reworded (shorthand, dropped function words, fillers, case, punctuation), so the model learns the question, not five phrasings.",
+        ),
+    ] = 0.0,
     min_score: Annotated[
         float | None,
         typer.Option(
@@ -195,6 +204,7 @@ def augment(
                 faults=faults,
                 teacher=teacher,
                 min_score=min_score,
+                vary_wording=vary_wording,
             )
             kind = "fixed" if fixed_harness else "hsa"
             target = out_dir or Path("out") / "datasets" / f"{source.name}-{kind}-s{seed}"

@@ -24,6 +24,7 @@ from harnessctl.sim.templates import (
     template_id,
     templates_for,
 )
+from harnessctl.sim.wording import vary_template
 
 
 def feasible_intents(catalog: Catalog) -> list[str]:
@@ -57,6 +58,7 @@ def generate_cases(
     catalog: Catalog | None = None,
     suite: str = "livestream",
     messages: str = "all",
+    vary_wording: float = 0.0,
 ) -> list[Case]:
     """``n`` cases, deterministic in ``seed``, intents balanced (round robin, shuffled).
 
@@ -66,6 +68,10 @@ def generate_cases(
 
     ``messages`` picks the viewer-message templates: ``"train"`` (training data), ``"eval"`` (the
     suites: held out from training) or ``"all"`` (see :mod:`harnessctl.sim.templates`).
+
+    ``vary_wording`` rewrites that share of the messages' templates with the intent-agnostic
+    operators of :mod:`harnessctl.sim.wording` (tagged ``varied_wording``); the other cases are
+    the same as without it, byte for byte.
 
     >>> [c.intent for c in generate_cases(3, seed=0, intents=["price", "stock"])]
     ['price', 'stock', 'price']
@@ -80,6 +86,8 @@ def generate_cases(
             raise ValueError(f"the catalog cannot make {intent!r} cases (it lacks the data they need)")
     if not wanted:
         raise ValueError("no intents to generate")
+    if not 0.0 <= vary_wording <= 1.0:
+        raise ValueError(f"vary_wording must be within [0, 1], got {vary_wording}")
     rng = random.Random(f"cases|{seed}")
     order: list[str] = []
     while len(order) < n:
@@ -91,8 +99,18 @@ def generate_cases(
     cases = []
     for i, intent in enumerate(order[:n]):
         case_rng = random.Random(f"case|{seed}|{i}")
+        # Its own stream, so that cases left unvaried are the ones the same seed gave before.
+        wording_rng = random.Random(f"wording|{seed}|{i}") if vary_wording else None
+        vary = wording_rng if wording_rng is not None and wording_rng.random() < vary_wording else None
         case = _make_case(
-            intent, case_rng, catalog, case_id=f"{intent}-{seed}-{i:04d}", seed=seed, suite=suite, messages=messages
+            intent,
+            case_rng,
+            catalog,
+            case_id=f"{intent}-{seed}-{i:04d}",
+            seed=seed,
+            suite=suite,
+            messages=messages,
+            vary=vary,
         )
         if fault_rates:
             case.faults = _fault_plan(case, case_rng, fault_rates)
@@ -111,7 +129,15 @@ def _flash_products(catalog: Catalog) -> list[dict[str, Any]]:
 
 
 def _make_case(
-    intent: str, rng: random.Random, catalog: Catalog, *, case_id: str, seed: int, suite: str, messages: str = "all"
+    intent: str,
+    rng: random.Random,
+    catalog: Catalog,
+    *,
+    case_id: str,
+    seed: int,
+    suite: str,
+    messages: str = "all",
+    vary: random.Random | None = None,
 ) -> Case:
     products = catalog.products
     pool = products
@@ -192,6 +218,10 @@ def _make_case(
             slots["urgency"] = "normal"
 
     template = rng.choice(templates_for(key, messages))
+    source_id = template_id(key, template)  # a varied message still counts as its template's
+    if vary is not None:
+        template = vary_template(template, vary)
+        tags.append("varied_wording")
     query = template.format(**{k: v for k, v in fill.items()})
     if intent == "complaint" and "{order}" in template and fill.get("order"):
         slots["order_id"] = fill["order"]
@@ -215,7 +245,7 @@ def _make_case(
         seed=seed,
         tags=tags,
         slots=slots,
-        template=template_id(key, template),
+        template=source_id,
     )
     case.expect = expectation_for(intent, slots, catalog, context, query)
     return case

@@ -145,3 +145,43 @@ def test_trajectories_and_the_fixed_harness_baseline_from_the_cli(livecommerce_p
     assert fixed.exit_code == 0 and "40" in fixed.stdout
     for name in ("train.jsonl", "validation.jsonl", "pairs.jsonl", "summary.json", "dataset.json"):
         assert (tmp_path / "hsa" / name).is_file()
+
+
+def _viewer_messages(folder: Path) -> dict[str, str]:
+    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
+    return {r["meta"]["case_id"]: [m["content"] for m in r["messages"] if m["role"] == "user"][-1] for r in rows}
+
+
+def test_reworded_viewer_messages_are_a_dataset_setting_that_resumes_and_is_never_mixed(livecommerce_path, tmp_path):
+    def build(out: Path, *extra) -> object:
+        return _run(
+            "augment",
+            "--trajectories",
+            60,
+            "--fixed-harness",
+            "--seed",
+            4,
+            "--out",
+            out,
+            "-H",
+            livecommerce_path,
+            *extra,
+        )
+
+    assert build(tmp_path / "plain").exit_code == 0
+    varied = build(tmp_path / "varied", "--vary-wording", 0.5)
+    assert varied.exit_code == 0, varied.output
+    # The setting is recorded only when used, so datasets from before it still resume.
+    assert "vary_wording" not in json.loads((tmp_path / "plain" / "dataset.json").read_text())["spec"]
+    assert json.loads((tmp_path / "varied" / "dataset.json").read_text())["spec"]["vary_wording"] == 0.5
+    plain, reworded = _viewer_messages(tmp_path / "plain"), _viewer_messages(tmp_path / "varied")
+    assert plain.keys() == reworded.keys()
+    differ = sum(plain[k] != reworded[k] for k in plain)
+    assert 0.25 * len(plain) < differ < 0.75 * len(plain)
+    assert build(tmp_path / "varied", "--vary-wording", 0.5).exit_code == 0  # the same setting resumes
+    other = build(tmp_path / "varied", "--vary-wording", 0.2)
+    assert other.exit_code == 2 and "vary_wording differ" in other.stderr
+    unset = build(tmp_path / "varied")
+    assert unset.exit_code == 2 and "vary_wording differ" in unset.stderr
+    bad = build(tmp_path / "bad", "--vary-wording", 1.5)
+    assert bad.exit_code == 2 and "--vary-wording" in bad.stderr
