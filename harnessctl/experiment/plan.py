@@ -121,6 +121,10 @@ class StudyPlan:
     #: strength 0.5, a case's skill keeps its shipped name about two times in three, and a model that
     #: never reads the listing is right that often.
     data_canonical_share: float = 0.3
+    #: Share of both datasets' viewer messages reworded (``augment --vary-wording``): the suites
+    #: word their cases from templates held out of training, and a tiny model keys on the words
+    #: of the templates it saw. 0 in both presets until it is measured to help.
+    data_vary_wording: float = 0.0
     #: Cases per suite in every arm's evaluation (an even spread of the suite); 0: whole suites.
     eval_limit: int = 100
     #: Cases of the real-history slice (the variant suite's cases under v1 and v2) per arm; 0: all of them.
@@ -144,7 +148,7 @@ class StudyPlan:
         for name in ("data_n", "data_variants", "eval_max_tokens", "eval_jobs", "served_jobs"):
             if int(getattr(self, name)) < 1:
                 raise PlanError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("data_strength", "data_canonical_share"):
+        for name in ("data_strength", "data_canonical_share", "data_vary_wording"):
             value = float(getattr(self, name))
             if not 0.0 <= value <= 1.0:
                 raise PlanError(f"{name} must be within [0, 1], got {getattr(self, name)}")

@@ -143,6 +143,7 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
             strength=plan.data_strength,
             canonical_share=plan.data_canonical_share,
             fixed_harness=fixed,
+            vary_wording=plan.data_vary_wording,
         )
         summary = build_trajectories(harness, folder, spec)
         out[name] = {**summary.to_dict(), "seconds": round(time.perf_counter() - started, 2)}

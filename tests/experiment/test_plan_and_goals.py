@@ -3,6 +3,8 @@ rules on the numbers, shown what they must fail as well as what they must pass."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harnessctl.experiment.plan import (
@@ -293,3 +295,15 @@ def test_the_augmented_dataset_keeps_the_plans_canonical_share_of_cases_under_th
     assert all_canonical["hsa"]["canonical_train"] == all_canonical["hsa"]["train"] > 0
     # The fixed-harness dataset is the shipped harness whatever the shares say.
     assert none_canonical["fixed"]["canonical_train"] == none_canonical["fixed"]["train"]
+
+
+def test_a_study_can_reword_its_training_messages_and_both_datasets_get_the_same_setting(tmp_path):
+    from harnessctl.experiment.runner import build_datasets
+
+    build_datasets(StudyPlan(data_n=12, data_variants=3, data_vary_wording=0.5), tmp_path, print)
+    for name in ("fixed", "hsa"):
+        spec = json.loads((tmp_path / "data" / name / "dataset.json").read_text())["spec"]
+        assert spec["vary_wording"] == 0.5, name
+    assert apply_overrides(full_plan(), ["data_vary_wording=0.5"]).data_vary_wording == 0.5
+    with pytest.raises(PlanError, match="data_vary_wording must be within"):
+        StudyPlan(data_vary_wording=2.0)
