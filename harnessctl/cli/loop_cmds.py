@@ -20,7 +20,7 @@ from rich.text import Text
 from harnessctl.progress import progress_bars
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
-from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, out, print_json
+from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, fail, out, print_json
 
 RunsDirOpt = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds run folders.")]
 EvalsDirOpt = Annotated[Path, typer.Option("--evals-dir", help="Folder that holds the suite files.")]
@@ -475,6 +475,14 @@ def release(
     limit: LimitOpt = 6,
     per_element: Annotated[int, typer.Option("--per-element", min=1, help="Evolution cases per changed element.")] = 3,
     threshold: ThresholdOpt = 1.0,
+    regression_rule: Annotated[
+        str,
+        typer.Option(
+            "--regression-rule",
+            help="What must lie beyond --threshold to refuse: 'point' (the drop's estimate) or 'interval' "
+            "(its whole 95% interval, as `compare --gate interval`).",
+        ),
+    ] = "point",
     latency_budget: Annotated[
         str, typer.Option("--latency-budget", help="P95 reply latency budget, e.g. 15s.")
     ] = "15s",
@@ -493,9 +501,12 @@ def release(
     """Gate a harness version and release it: tag it, move the production ref, write the note.
 
     Exit 1 (nothing changed) on a regression or a latency budget miss."""
+    from harnessctl.eval.compare import GATES
     from harnessctl.loop.release import GateConfig
     from harnessctl.loop.release import release as do_release
 
+    if regression_rule not in GATES:
+        fail(f"--regression-rule: expected one of {', '.join(GATES)}, got {regression_rule!r}")
     with _errors():
         folder = resolve_harness_path(harness)
         cfg = None
@@ -509,6 +520,7 @@ def release(
                 limit=limit,
                 per_element=per_element,
                 threshold=threshold,
+                regression_rule=regression_rule,
                 latency_budget_s=_duration(latency_budget, "--latency-budget"),
                 jobs=jobs,
                 runs_dir=str(runs_dir),

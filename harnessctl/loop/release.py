@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harnessctl.eval.compare import Comparison, compare_results
+from harnessctl.eval.compare import GATES, Comparison, compare_results
 from harnessctl.eval.stats import latency_stats
 from harnessctl.harness.diff import HarnessDiff, diff_harnesses, summary_phrases
 from harnessctl.harness.errors import Issue
@@ -64,6 +64,9 @@ class GateConfig:
     limit: int | None = 6  # cases per standard suite
     per_element: int = 3  # evolution cases per changed element
     threshold: float = 1.0  # points a suite may drop before it is a regression
+    # "point": the drop's estimate past the threshold fails; "interval": only a drop whose whole
+    # 95% interval lies past it (see harnessctl.eval.compare.GATES).
+    regression_rule: str = "point"
     latency_budget_s: float = DEFAULT_BUDGET_S
     jobs: int = 2
     runs_dir: str = "runs"
@@ -78,6 +81,8 @@ class GateConfig:
             raise ValueError(f"--limit must be at least 1, got {self.limit}")
         if self.per_element < 1:
             raise ValueError(f"--per-element must be at least 1, got {self.per_element}")
+        if self.regression_rule not in GATES:
+            raise ValueError(f"--regression-rule must be one of {', '.join(GATES)}, got {self.regression_rule!r}")
 
 
 @dataclass
@@ -241,7 +246,12 @@ def _gate(
             )
             result.runs["production"] = str(run_p.store.root)
             cmp = compare_results(
-                run_p.results, run_c.results, threshold=gate.threshold, run_a=run_p.run_id, run_b=run_c.run_id
+                run_p.results,
+                run_c.results,
+                threshold=gate.threshold,
+                run_a=run_p.run_id,
+                run_b=run_c.run_id,
+                gate=gate.regression_rule,
             )
             result.comparison = cmp.to_dict()
     result.latency = _latency(run_c, gate.latency_budget_s)

@@ -76,6 +76,17 @@ def test_a_regressing_release_is_refused_and_changes_nothing(tmp_path, released_
     assert result.comparison["suites"]["evolution"]["score_b"] < result.comparison["suites"]["evolution"]["score_a"]
     assert _state(repo) == before  # no tag, no ref moved, no commit, no file touched
     assert not (tmp_path / "notes" / "livecommerce-v2.md").exists()
+    # Every price case fails under v2: the drop's whole interval lies past the threshold, so the
+    # interval rule refuses it too (the two runs resume from disk).
+    strict = release(
+        released_repo,
+        "v2",
+        gate=_gate(tmp_path, regression_rule="interval"),
+        notes_dir=tmp_path / "notes",
+        backend=ShortRuleSpanModel(),
+    )
+    assert not strict.passed and strict.comparison["gate"] == "interval"
+    assert _state(repo) == before
 
 
 def test_a_passing_release_tags_moves_the_pointer_and_writes_the_note(tmp_path, released_repo):
@@ -170,6 +181,10 @@ def test_a_latency_budget_miss_is_refused_through_the_cli_with_exit_1(tmp_path, 
         (["release", "v1", "--no-gate"], "version v1 already exists"),
         (["release", "v2", "--gate"], "--gate needs --model"),
         (["release", "v2", "--model", "oracle", "--latency-budget", "soon"], "--latency-budget: not a duration"),
+        (
+            ["release", "v2", "--model", "oracle", "--regression-rule", "mean"],
+            "--regression-rule: expected one of point, interval",
+        ),
         (["rollback"], "no earlier position"),
     ],
 )
