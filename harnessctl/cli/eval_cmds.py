@@ -596,7 +596,7 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
             f"{s.score_a:.1f}",
             f"{s.score_b:.1f}",
             f"[{color}]{d.value:+.1f}[/]",
-            f"[{d.low:+.1f}, {d.high:+.1f}]",
+            f"[{d.low:+.1f}, {d.high:+.1f}]" if s.has_interval else "[dim]1 case[/]",
             str(len(s.pass_to_fail)),
             str(len(s.fail_to_pass)),
         )
@@ -606,9 +606,14 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
             )
         if d.value < -threshold and not s.beyond_noise:
             # the point gate flags it, or the interval gate passed it: either way say why
+            why = (
+                f"the drop's 95% interval [{d.low:+.1f}, {d.high:+.1f}] reaches 0 — at {s.n_paired} paired cases "
+                "it is not told apart from sampling noise"
+                if s.has_interval
+                else "the drop rests on one paired case, which cannot tell it apart from sampling noise"
+            )
             notes.append(
-                f"{s.suite}: the drop's 95% interval [{d.low:+.1f}, {d.high:+.1f}] reaches 0 — at {s.n_paired} "
-                "paired cases it is not told apart from sampling noise (more cases: --limit; "
+                f"{s.suite}: {why} (more cases: --limit; "
                 + (
                     "the interval gate lets it pass)"
                     if cmp.gate == "interval"

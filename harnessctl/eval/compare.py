@@ -50,8 +50,14 @@ class SuiteDelta:
     @property
     def beyond_noise(self) -> bool:
         """Whether the delta's whole interval lies on one side of 0 (a difference the paired
-        cases show, not one a different sample of cases could reverse)."""
-        return bool(self.n_paired) and (self.delta.high < 0 or self.delta.low > 0)
+        cases show, not one a different sample of cases could reverse). Never for one paired
+        case: its bootstrap "interval" is the point itself, and says nothing about noise."""
+        return self.has_interval and (self.delta.high < 0 or self.delta.low > 0)
+
+    @property
+    def has_interval(self) -> bool:
+        """Whether there are enough paired cases (two) for the interval to mean anything."""
+        return self.n_paired >= MIN_PAIRED_FOR_INTERVAL
 
     @property
     def present_in(self) -> str:
@@ -92,6 +98,8 @@ class Comparison:
 
 #: How a drop becomes a regression: its point estimate, or its whole 95 % interval, beyond the threshold.
 GATES = ("point", "interval")
+#: Paired cases a suite needs before its interval says anything (one case resamples to itself).
+MIN_PAIRED_FOR_INTERVAL = 2
 
 
 class SuiteVersionError(ValueError):
@@ -199,7 +207,13 @@ def compare_results(
             fail_to_pass=[_label(index_b[k]) for k in paired if not index_a[k].passed and index_b[k].passed],
             only_a=len(keys_a - keys_b),
             only_b=len(keys_b - keys_a),
-            regression=bool(paired) and (delta.high if gate == "interval" else delta.value) < -threshold,
+            # The interval gate asks for a drop beyond doubt, which one paired case cannot show.
+            regression=bool(paired)
+            and (
+                delta.high < -threshold and len(paired) >= MIN_PAIRED_FOR_INTERVAL
+                if gate == "interval"
+                else delta.value < -threshold
+            ),
             skipped_a=skipped_a.get(s) if not keys_a else None,
             skipped_b=skipped_b.get(s) if not keys_b else None,
         )

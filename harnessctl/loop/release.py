@@ -259,9 +259,13 @@ def _gate(
     if cmp is not None and cmp.regression:
         for s, d in cmp.suites.items():
             if d.regression:
+                spread = (
+                    f"95% interval [{d.delta.low:+.1f}, {d.delta.high:+.1f}]{'' if d.beyond_noise else ', reaching 0'}"
+                    if d.has_interval
+                    else "one paired case, no interval"
+                )
                 reasons.append(
-                    f"regression on {s}: {d.score_a:.1f} -> {d.score_b:.1f} ({d.delta.value:+.1f} points, 95% interval "
-                    f"[{d.delta.low:+.1f}, {d.delta.high:+.1f}]{'' if d.beyond_noise else ', reaching 0'}; "
+                    f"regression on {s}: {d.score_a:.1f} -> {d.score_b:.1f} ({d.delta.value:+.1f} points, {spread}; "
                     f"threshold {gate.threshold:g})"
                 )
     p95 = result.latency.get("p95")

@@ -136,6 +136,25 @@ def test_a_drop_inside_the_noise_is_named_as_such_and_the_interval_gate_lets_it_
     assert res.exit_code == 2 and "--gate: expected one of point, interval, got 'median'" in res.output
 
 
+def test_a_drop_on_one_paired_case_has_no_interval_and_is_never_beyond_doubt(tmp_path):
+    """One case scored by both runs, and it dropped: its bootstrap resamples only itself, so the
+    table shows no interval, the point gate still fails it, and the interval gate passes it."""
+    write_run(tmp_path, "one-a", make_results(1, failing=set()))
+    write_run(tmp_path, "one-b", make_results(1, failing={0}))
+    runner = CliRunner()
+    cmd = ["compare", "one-a", "one-b", "--runs-dir", str(tmp_path)]
+    res = runner.invoke(app, cmd, env={"COLUMNS": "200"})
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1, res.output
+    assert (
+        "1 case" in text and "the drop rests on one paired case, which cannot tell it apart from sampling noise" in text
+    )
+    res = runner.invoke(app, [*cmd, "--gate", "interval", "--json"])
+    live = json.loads(res.stdout)["suites"]["livestream"]
+    assert res.exit_code == 0 and live["delta"]["value"] == -60.0
+    assert live["beyond_noise"] is False and live["regression"] is False
+
+
 def test_compare_scores_only_the_shared_cases_and_names_a_suite_one_run_lacks(tmp_path):
     """A baseline over 40 cases and two suites, a candidate over 10 of those cases in one suite
     that skipped IFEval: the delta is on the 10 shared cases, and the suites each run lacks are

@@ -76,8 +76,9 @@ def test_a_regressing_release_is_refused_and_changes_nothing(tmp_path, released_
     assert result.comparison["suites"]["evolution"]["score_b"] < result.comparison["suites"]["evolution"]["score_a"]
     assert _state(repo) == before  # no tag, no ref moved, no commit, no file touched
     assert not (tmp_path / "notes" / "livecommerce-v2.md").exists()
-    # The interval rule refuses it too: the price case fails under v2 on every resample (the
-    # evolution suite pairs one case for this rule; the two runs resume from disk).
+    # The interval rule refuses it too: the three evolution cases this rule change pairs each
+    # lose the same points, so no resample reaches the threshold (the two runs resume from disk).
+    assert result.comparison["suites"]["evolution"]["n_paired"] == 3
     strict = release(
         released_repo,
         "v2",
@@ -86,6 +87,7 @@ def test_a_regressing_release_is_refused_and_changes_nothing(tmp_path, released_
         backend=ShortRuleSpanModel(),
     )
     assert not strict.passed and strict.comparison["gate"] == "interval"
+    assert any("95% interval [-16.7, -16.7]" in r for r in strict.reasons)
     assert _state(repo) == before
 
 
