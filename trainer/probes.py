@@ -9,11 +9,18 @@ listing. The prompts use a seed no corpus row is drawn with.
 
 >>> copy_probe("experiments/full/arms/base/model", n=30)   # doctest: +SKIP
 {'echo': 0.0, 'lookup': 0.0, 'tool_argument': 0.0, 'n': 30}
+
+The skill-choice probe (:func:`skill_choice_probe`, ``harnessctl model probe``) asks, on rows of an
+SFT dataset, which option of the first listing-backed call (the skill loader's) the model gives the
+highest probability after the viewer's message, under teacher forcing.
 """
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from trainer.general_corpus import random_code, tool_spec
@@ -75,3 +82,161 @@ def copy_probe(model: Any, tokenizer: Any = None, *, n: int = 30, max_new_tokens
         answer = tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         hits[kind] += code in answer
     return {**{k: round(v / n, 3) for k, v in hits.items()}, "n": n}
+
+
+# -- the skill choice -------------------------------------------------------------------------------
+
+
+@dataclass
+class ChoiceItem:
+    """One decision of a trajectory row: the turns before it, the tools listed, the listing's
+    options and the one the row chose."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    turn: dict[str, Any]  # the assistant turn that makes the choice (its first tool call)
+    parameter: str  # the argument that names the choice
+    options: list[str]
+    chosen: str
+
+
+def choice_items(rows: list[dict[str, Any]]) -> tuple[list[ChoiceItem], int]:
+    """The first decision of each row that makes one from a listing: its first assistant turn's
+    first tool call, where an argument takes a value from the tool's ``enum`` (the skill loader
+    under any name a harness variant gave it). Returns the items and how many rows had none.
+
+    >>> row = {"messages": [{"role": "user", "content": "price?"}, {"role": "assistant", "content": "",
+    ...        "tool_calls": [{"type": "function", "function": {"name": "load_skill", "arguments": '{"name": "b"}'}}]}],
+    ...        "tools": [{"type": "function", "function": {"name": "load_skill", "parameters": {"type": "object",
+    ...        "properties": {"name": {"type": "string", "enum": ["a", "b", "c"]}}}}}]}
+    >>> items, skipped = choice_items([row])
+    >>> items[0].options, items[0].chosen, skipped
+    (['a', 'b', 'c'], 'b', 0)
+    """
+    items, skipped = [], 0
+    for row in rows:
+        tools = json.loads(row["tools"] or "[]") if isinstance(row["tools"], str) else row["tools"]
+        item = _first_choice(row["messages"], tools)
+        if item is None:
+            skipped += 1
+        else:
+            items.append(item)
+    return items, skipped
+
+
+def _first_choice(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChoiceItem | None:
+    at = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), None)
+    if at is None or not messages[at].get("tool_calls"):
+        return None
+    call = messages[at]["tool_calls"][0]["function"]
+    spec = next((t["function"] for t in tools if t.get("function", {}).get("name") == call["name"]), None)
+    if spec is None:
+        return None
+    args = json.loads(call["arguments"]) if isinstance(call["arguments"], str) else call["arguments"]
+    for parameter, schema in (spec.get("parameters") or {}).get("properties", {}).items():
+        options = schema.get("enum") or []
+        if len(options) > 1 and args.get(parameter) in options:
+            return ChoiceItem(messages[:at], tools, messages[at], parameter, list(options), args[parameter])
+    return None
+
+
+def _with_choice(turn: dict[str, Any], parameter: str, option: str) -> dict[str, Any]:
+    """The turn with its first call's ``parameter`` set to ``option`` (arguments re-serialised the
+    same way for every option, the chosen one included)."""
+    calls = [dict(c, function=dict(c["function"])) for c in turn["tool_calls"]]
+    first = calls[0]["function"]
+    args = json.loads(first["arguments"]) if isinstance(first["arguments"], str) else dict(first["arguments"])
+    args[parameter] = option
+    first["arguments"] = json.dumps(args, ensure_ascii=False)
+    return {**turn, "tool_calls": calls}
+
+
+def option_logprobs(model: Any, tokenizer: Any, item: ChoiceItem) -> dict[str, float]:
+    """The log-probability the model gives the deciding turn, written with each option, after the
+    turns before it: ``{option: log p(turn | context)}``."""
+    import torch
+
+    prompt = tokenizer.apply_chat_template(item.messages, tools=item.tools, add_generation_prompt=True, tokenize=False)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    sequences = []
+    for option in item.options:
+        text = tokenizer.apply_chat_template(
+            [*item.messages, _with_choice(item.turn, item.parameter, option)], tools=item.tools, tokenize=False
+        )
+        if not text.startswith(prompt):
+            raise ValueError("the chat template writes the context differently once the turn follows it")
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if ids[: len(prompt_ids)] != prompt_ids:
+            raise ValueError("the tokenizer splits the context differently once the turn follows it")
+        sequences.append(ids)
+    # The context is the same for every option: run it once, then every option's turn on a copy
+    # of its key/value cache, right-padded (a pad after a turn's last token changes nothing the
+    # turn's own tokens see under causal attention).
+    start = len(prompt_ids)
+    with torch.no_grad():
+        context = model(input_ids=torch.tensor([prompt_ids], device=model.device), use_cache=True)
+        cache = context.cache
+        cache.batch_repeat_interleave(len(sequences))
+        tails = [s[start:] for s in sequences]
+        width = max(len(t) for t in tails)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        ids = torch.tensor([t + [pad] * (width - len(t)) for t in tails], device=model.device)
+        logits = model(input_ids=ids, cache=cache, use_cache=True).logits.float()
+    first = torch.log_softmax(context.logits[0, -1].float(), dim=-1)  # the turn's first token
+    scores = {}
+    for row, (option, tail) in enumerate(zip(item.options, tails)):
+        logp = torch.log_softmax(logits[row, : len(tail) - 1], dim=-1)
+        rest = logp.gather(1, torch.tensor(tail[1:], device=model.device)[:, None]).sum()
+        scores[option] = float(first[tail[0]] + rest)
+    return scores
+
+
+def skill_choice_probe(
+    model: Any,
+    tokenizer: Any = None,
+    rows: list[dict[str, Any]] | None = None,
+    *,
+    n: int = 100,
+    seed: int = 0,
+    on_item: Any = None,
+) -> dict[str, Any]:
+    """The first decision of ``n`` dataset rows (shuffled by ``seed``) under teacher forcing: does
+    the model give the row's own option the highest probability among the listing's? This is the
+    skill choice alone — no sampling, no later turn — so it tells a choice the model has not
+    learned from one it makes but loses in generation. ``chance`` is the mean of 1 / options.
+
+    >>> skill_choice_probe("shipped-model-folder", rows=read_chat_rows("data/fixed"), n=100)  # doctest: +SKIP
+    {'rows': 100, 'correct': 96, 'share': 0.96, 'chance': 0.091, 'dataset_rows': 5397, 'without_choice': 1611, ...}
+    """
+    if isinstance(model, str):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from harnessctl.models._quiet import quiet_transformers
+
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(model)
+            model = AutoModelForCausalLM.from_pretrained(model)
+    model.eval()
+    rows = list(rows or [])
+    random.Random(seed).shuffle(rows)
+    items, skipped = choice_items(rows)
+    items = items[:n]
+    correct, confusions = 0, Counter()
+    for done, item in enumerate(items, start=1):
+        scores = option_logprobs(model, tokenizer, item)
+        picked = max(item.options, key=lambda o: scores[o])
+        correct += picked == item.chosen
+        if picked != item.chosen:
+            confusions[(item.chosen, picked)] += 1
+        if on_item is not None:
+            on_item(done, len(items))
+    chance = sum(1 / len(i.options) for i in items) / len(items) if items else 0.0
+    return {
+        "rows": len(items),
+        "correct": correct,
+        "share": round(correct / len(items), 3) if items else 0.0,
+        "chance": round(chance, 3),
+        "dataset_rows": len(rows),
+        "without_choice": skipped,
+        "confusions": [{"chosen": a, "picked": b, "rows": k} for (a, b), k in confusions.most_common(5)],
+    }

@@ -2,7 +2,8 @@
 
 - ``model list`` shows every shipped model (``shipped:<name>``) with the scores its
   ``SHIPPED.json`` records, and which model a command uses when no ``--model`` is given, and why;
-- ``model ship --study experiments/<id> --arm hat`` copies a finished arm's model into the package.
+- ``model ship --study experiments/<id> --arm hat`` copies a finished arm's model into the package;
+- ``model probe MODEL --data DIR`` measures a checkpoint's skill choice under teacher forcing.
 
 The ``model`` group itself (and ``model init``) is defined with ``run`` and ``serve``.
 """
@@ -17,8 +18,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .common import JsonOpt
-from .output import CLIError, cli_errors, out, print_json
+from .common import JsonOpt, checkpoint_folder
+from .output import CLIError, cli_errors, err, out, print_json
 from .run_cmds import model_app
 
 #: Score columns shown by ``model list`` (the suites of ``experiment hat``).
@@ -28,6 +29,7 @@ SCORE_COLUMNS = ("livestream", "variant", "robustness", "ifeval")
 def register(app: typer.Typer) -> None:
     model_app.command("list")(model_list)
     model_app.command("ship")(model_ship)
+    model_app.command("probe")(model_probe)
 
 
 def model_list(as_json: JsonOpt = False) -> None:
@@ -130,3 +132,65 @@ def model_ship(
     if scores:
         out.print("scores: " + ", ".join(f"{c} {_score(scores.get(c))}" for c in SCORE_COLUMNS if c in scores))
     out.print(f"[dim]reproduce: {escape(shipped.info['reproduce'])}[/]")
+
+
+def model_probe(
+    model: Annotated[str, typer.Argument(help="A checkpoint: a folder, local:PATH or shipped:NAME.")],
+    data: Annotated[
+        Path, typer.Option("--data", "-d", help="A dataset folder from `augment --trajectories` (or a .jsonl file).")
+    ],
+    split: Annotated[str, typer.Option("--split", help="train or validation (unseen cases).")] = "train",
+    rows: Annotated[int, typer.Option("--rows", min=1, help="Rows to probe (shuffled by --seed).")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the row order.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """The skill choice alone: on dataset rows, does the model give the row's own skill the
+    highest probability after the viewer's message (teacher forcing, no sampling)?
+
+    Tells a choice the model has not learned (near chance) from one it makes but loses in
+    generation (high here, low in `eval`). Rows whose first reply makes no choice from a listing
+    (a direct answer) are counted and left out."""
+    from harnessctl.progress import progress_bars
+
+    with cli_errors():
+        if split not in ("train", "validation"):
+            raise CLIError(f"--split: expected train or validation, got {split!r}")
+        try:
+            from trainer.common import TrainError
+            from trainer.data import read_chat_rows
+            from trainer.probes import skill_choice_probe
+        except ImportError as e:
+            raise CLIError(
+                f"the probe needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
+            ) from None
+        folder = checkpoint_folder(model)
+        if not (Path(folder) / "config.json").is_file():
+            raise CLIError(
+                f"{model}: not a checkpoint folder (no config.json); the probe reads a checkpoint's "
+                "probabilities: pass a folder, local:PATH or shipped:NAME"
+            )
+        try:
+            dataset = read_chat_rows(data, split)
+        except TrainError as e:
+            raise CLIError(str(e)) from None
+        with progress_bars("probe", enabled=not as_json, console=err) as update:
+            result = skill_choice_probe(
+                folder, rows=dataset, n=rows, seed=seed, on_item=lambda done, total: update("probe", done, total)
+            )
+        if not result["rows"]:
+            raise CLIError(f"--data {data}: no row of {split}.jsonl makes a choice from a listing in its first reply")
+    result = {"model": model, "data": str(data), "split": split, **result}
+    if as_json:
+        print_json(result)
+        return
+    out.print(
+        f"skill choice under teacher forcing: [bold]{result['correct']} of {result['rows']}[/] rows "
+        f"({result['share']:.2f}; chance {result['chance']:.2f}) · {escape(str(data))} ({split})"
+    )
+    if result["without_choice"]:
+        out.print(
+            f"[dim]{result['without_choice']} of the {result['dataset_rows']} rows answer without a choice "
+            "from a listing first: left out[/]"
+        )
+    for c in result["confusions"]:
+        out.print(f"  {escape(c['chosen'])} → {escape(c['picked'])}: {c['rows']} rows")

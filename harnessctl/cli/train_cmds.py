@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from .common import checkpoint_folder
 from .output import CLIError, cli_errors, err, out, print_json
 
 train_app = typer.Typer(
@@ -186,17 +187,6 @@ def rl(
     )
 
 
-def _checkpoint_folder(spec: str) -> str:
-    """The folder a ``--model``/``--teacher`` names: a path, ``local:PATH`` or ``shipped:NAME``."""
-    from harnessctl.models.base import ModelError
-    from harnessctl.models.registry import expand_model_spec
-
-    try:
-        return expand_model_spec(spec).removeprefix("local:")
-    except ModelError as e:
-        raise CLIError(str(e)) from None
-
-
 def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
     with cli_errors():
         try:
@@ -214,10 +204,10 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
                 raise CLIError(f"--set {item!r}: write FIELD=VALUE, e.g. --set learning_rate=1e-4")
             overrides[key.strip()] = value
         if overrides.get("anchor_teacher"):  # a checkpoint like --teacher: local:PATH, shipped:NAME
-            overrides["anchor_teacher"] = _checkpoint_folder(overrides["anchor_teacher"])
+            overrides["anchor_teacher"] = checkpoint_folder(overrides["anchor_teacher"])
         overrides.update(
             {
-                k: (_checkpoint_folder(str(v)) if k in ("model", "teacher") else str(v))
+                k: (checkpoint_folder(str(v)) if k in ("model", "teacher") else str(v))
                 for k, v in options.items()
                 if v is not None
             }
