@@ -129,7 +129,7 @@ def augment(
             "--vary-wording",
             min=0.0,
             max=1.0,
-            help="Share of dataset cases whose viewer message is reworded (shorthand, dropped function words, fillers, case, punctuation), so the model learns the question, not five phrasings.",
+            help="Share of dataset cases whose viewer message is reworded on the surface (shorthand, dropped function words, fillers, case, punctuation).",
         ),
     ] = 0.0,
     min_score: Annotated[
