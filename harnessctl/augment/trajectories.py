@@ -97,6 +97,7 @@ class TrajectorySpec:
     teacher: str | None = None  # None: the oracle; else a model string (see harnessctl.models.registry)
     min_score: float | None = None  # None: ORACLE_MIN_SCORE for the oracle, the scorer's pass mark for a teacher
     vary_wording: float = 0.0  # share of cases whose viewer message is reworded (see harnessctl.sim.wording)
+    phrasings: dict[str, list[str]] | None = None  # message kind -> added templates (see harnessctl.sim.phrasings)
 
     def __post_init__(self) -> None:
         self.ops = resolve_operators(self.ops)
@@ -115,6 +116,13 @@ class TrajectorySpec:
             raise ValueError("n and variants must be >= 0")
         if not self.fixed_harness and self.canonical_share < 1.0 and self.variants < 1:
             raise ValueError("variants must be >= 1 unless canonical_share is 1 or fixed_harness is set")
+        if self.phrasings is not None:
+            from harnessctl.sim.phrasings import check_phrasings
+
+            issues = check_phrasings(self.phrasings)
+            if issues:
+                raise ValueError("; ".join(str(i) for i in issues))
+            self.phrasings = {k: list(v) for k, v in self.phrasings.items()} or None
 
     @property
     def source(self) -> str:
@@ -227,6 +235,7 @@ def dataset_cases(spec: TrajectorySpec) -> list[Any]:
         faults=spec.faults or None,
         messages="train",
         vary_wording=spec.vary_wording,
+        phrasings=spec.phrasings,
     )
 
 
@@ -401,9 +410,11 @@ def _chunks(items: list[Pair], size: int) -> Iterator[list[Pair]]:
 
 def _spec_doc(spec: TrajectorySpec, source: Harness) -> dict[str, Any]:
     doc = asdict(spec)
+    # Written only when used, so datasets built before the options existed still resume.
     if not spec.vary_wording:
-        # Written only when used, so datasets built before the option existed still resume.
         del doc["vary_wording"]
+    if not spec.phrasings:
+        del doc["phrasings"]
     return {
         "schema_version": DATASET_SCHEMA_VERSION,
         "spec": doc,

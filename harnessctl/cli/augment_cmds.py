@@ -50,7 +50,28 @@ def _progress(label: str, enabled: bool) -> Iterator[Any]:
         yield lambda done, total: update(label, done, total)
 
 
+#: Options that shape a trajectory dataset and mean nothing without ``--trajectories``.
+TRAJECTORY_OPTIONS = {
+    "teacher": "--teacher",
+    "canonical_share": "--canonical-share",
+    "fixed_harness": "--fixed-harness",
+    "val_share": "--val-share",
+    "faults": "--faults",
+    "vary_wording": "--vary-wording",
+    "phrasings": "--phrasings",
+    "min_score": "--min-score",
+}
+
+
+def _trajectory_options_given(ctx: typer.Context) -> list[str]:
+    """The trajectory-only options typed on the command line (a default is never 'given')."""
+    # By name: Typer ships its own copy of click, whose ParameterSource is another class.
+    sources = {name: getattr(ctx.get_parameter_source(name), "name", None) for name in TRAJECTORY_OPTIONS}
+    return [flag for name, flag in TRAJECTORY_OPTIONS.items() if sources[name] == "COMMANDLINE"]
+
+
 def augment(
+    ctx: typer.Context,
     n: Annotated[
         int, typer.Option("--n", help="Variants to write (with --trajectories: the size of the variant pool).")
     ] = 50,
@@ -132,6 +153,13 @@ def augment(
             help="Share of dataset cases whose viewer message is reworded on the surface (shorthand, dropped function words, fillers, case, punctuation).",
         ),
     ] = 0.0,
+    phrasings: Annotated[
+        Path | None,
+        typer.Option(
+            "--phrasings",
+            help="YAML file of viewer phrasings per message kind, drawn beside the built-in training templates (`phrasings: {price: [...]}`; see docs/augment.md).",
+        ),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(
@@ -165,6 +193,7 @@ def augment(
     from harnessctl.augment import TrajectorySpec, VariantSpec, build_trajectories, preview_variant, write_variants
     from harnessctl.augment.paraphrase import make_paraphraser
     from harnessctl.harness.loader import load_harness
+    from harnessctl.sim.phrasings import load_phrasings
 
     with _errors():
         root = resolve_harness_path(harness)
@@ -177,6 +206,12 @@ def augment(
         else:
             para = make_paraphraser(paraphraser)
         show_progress = not as_json or err.is_terminal
+        given = _trajectory_options_given(ctx) if trajectories is None else []
+        if given:
+            them = "it" if len(given) == 1 else "them"
+            raise CLIError(
+                f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} a trajectory dataset: add --trajectories N, or drop {them}"
+            )
         if trajectories is not None and trajectories < 1:
             raise CLIError(f"--trajectories must be at least 1, got {trajectories}")
         if n < 1 and not (trajectories is not None and fixed_harness):
@@ -205,6 +240,7 @@ def augment(
                 teacher=teacher,
                 min_score=min_score,
                 vary_wording=vary_wording,
+                phrasings=load_phrasings(phrasings) if phrasings is not None else None,
             )
             kind = "fixed" if fixed_harness else "hsa"
             target = out_dir or Path("out") / "datasets" / f"{source.name}-{kind}-s{seed}"

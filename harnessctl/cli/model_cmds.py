@@ -178,14 +178,18 @@ def model_probe(
                 folder, rows=dataset, n=rows, seed=seed, on_item=lambda done, total: update("probe", done, total)
             )
         if not result["rows"]:
-            raise CLIError(f"--data {data}: no row of {split}.jsonl makes a choice from a listing in its first reply")
-    result = {"model": model, "data": str(data), "split": split, **result}
+            rows_of = f"{split}.jsonl" if Path(data).is_dir() else "it"
+            raise CLIError(f"--data {data}: no row of {rows_of} makes a choice from a listing in its first reply")
+    # A file is read whatever --split says: then the split is the file's, not a side of a dataset.
+    read_split = split if Path(data).is_dir() else None
+    result = {"model": model, "data": str(data), "split": read_split, **result}
     if as_json:
         print_json(result)
         return
     out.print(
         f"skill choice under teacher forcing: [bold]{result['correct']} of {result['rows']}[/] rows "
-        f"({result['share']:.2f}; chance {result['chance']:.2f}) · {escape(str(data))} ({split})"
+        f"({result['share']:.2f}; chance {result['chance']:.2f}) · {escape(str(data))}"
+        + (f" ({read_split})" if read_split else "")
     )
     if result["without_choice"]:
         out.print(

@@ -239,6 +239,16 @@ def _meta_validator() -> Draft202012Validator:
     return Draft202012Validator(Draft202012Validator.META_SCHEMA)
 
 
+def schema_issues(rel: str, doc: Any, name: str) -> list[Issue]:
+    """Plain-words issues of ``doc`` (the file ``rel``) against the JSON Schema ``name``, each
+    with its line where ``doc`` is a round-trip mapping.
+
+    >>> schema_issues("phrasings.yaml", {"phrasings": {"price": []}}, "phrasings")[0].message
+    'price: needs at least 1 item'
+    """
+    return _schema_issues(rel, doc, _validator(name))
+
+
 def _schema_issues(rel: str, doc: Any, validator: Draft202012Validator, prefix: tuple[Any, ...] = ()) -> list[Issue]:
     issues: list[Issue] = []
     for error in validator.iter_errors(_at(doc, prefix) if prefix else doc):

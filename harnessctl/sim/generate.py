@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harnessctl.sim import facts as F
 from harnessctl.sim.case import Case, CaseContext
 from harnessctl.sim.catalog import Catalog, load_catalog
 from harnessctl.sim.expectations import expectation_for
+from harnessctl.sim.phrasings import check_phrasing
 from harnessctl.sim.task import FAULT_KINDS, INTENTS
 from harnessctl.sim.templates import (
     CONDITIONS,
@@ -59,6 +60,7 @@ def generate_cases(
     suite: str = "livestream",
     messages: str = "all",
     vary_wording: float = 0.0,
+    phrasings: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Case]:
     """``n`` cases, deterministic in ``seed``, intents balanced (round robin, shuffled).
 
@@ -72,6 +74,10 @@ def generate_cases(
     ``vary_wording`` rewrites that share of the messages' templates with the intent-agnostic
     operators of :mod:`harnessctl.sim.wording` (tagged ``varied_wording``); the other cases are
     the same as without it, byte for byte.
+
+    ``phrasings`` adds templates per message kind to the ones ``messages`` picks (checked by
+    :func:`harnessctl.sim.phrasings.check_phrasing`; the cases drawn from them are tagged
+    ``added_phrasing``). Training data only: it is refused with ``messages="eval"``.
 
     >>> [c.intent for c in generate_cases(3, seed=0, intents=["price", "stock"])]
     ['price', 'stock', 'price']
@@ -88,6 +94,14 @@ def generate_cases(
         raise ValueError("no intents to generate")
     if not 0.0 <= vary_wording <= 1.0:
         raise ValueError(f"vary_wording must be within [0, 1], got {vary_wording}")
+    if phrasings:
+        if messages == "eval":
+            raise ValueError("added phrasings are for training data; the suites' messages stay held out")
+        for kind, texts in phrasings.items():
+            for i, text in enumerate(texts):
+                problem = check_phrasing(kind, text)
+                if problem:
+                    raise ValueError(f"phrasings {kind}[{i}] {problem}")
     rng = random.Random(f"cases|{seed}")
     order: list[str] = []
     while len(order) < n:
@@ -111,6 +125,7 @@ def generate_cases(
             suite=suite,
             messages=messages,
             vary=vary,
+            phrasings=phrasings,
         )
         if fault_rates:
             case.faults = _fault_plan(case, case_rng, fault_rates)
@@ -138,6 +153,7 @@ def _make_case(
     suite: str,
     messages: str = "all",
     vary: random.Random | None = None,
+    phrasings: Mapping[str, Sequence[str]] | None = None,
 ) -> Case:
     products = catalog.products
     pool = products
@@ -217,7 +233,11 @@ def _make_case(
         else:
             slots["urgency"] = "normal"
 
-    template = rng.choice(templates_for(key, messages))
+    builtin = templates_for(key, messages)
+    added = list(phrasings.get(key, ())) if phrasings else []
+    template = rng.choice(builtin + added) if added else rng.choice(builtin)
+    if added and template not in builtin:
+        tags.append("added_phrasing")
     source_id = template_id(key, template)  # a varied message still counts as its template's
     if vary is not None:
         template = vary_template(template, vary)

@@ -185,3 +185,44 @@ def test_reworded_viewer_messages_are_a_dataset_setting_that_resumes_and_is_neve
     assert unset.exit_code == 2 and "vary_wording differ" in unset.stderr
     bad = build(tmp_path / "bad", "--vary-wording", 1.5)
     assert bad.exit_code == 2 and "--vary-wording" in bad.stderr
+
+
+def test_a_team_adds_its_viewers_phrasings_to_a_dataset_which_records_them_and_resumes(livecommerce_path, tmp_path):
+    phrasings = tmp_path / "viewers.yaml"
+    phrasings.write_text(
+        "phrasings:\n  price:\n    - 'hw much rn for {this}'\n    - '{name} cost??'\n", encoding="utf-8"
+    )
+
+    def build(*extra) -> object:
+        args = ("augment", "--trajectories", 80, "--fixed-harness", "--seed", 4, "--out", tmp_path / "data")
+        return _run(*args, "-H", livecommerce_path, *extra)
+
+    result = build("--phrasings", phrasings)
+    assert result.exit_code == 0, result.output
+    spec = json.loads((tmp_path / "data" / "dataset.json").read_text())["spec"]
+    assert spec["phrasings"] == {"price": ["hw much rn for {this}", "{name} cost??"]}
+    messages = list(_viewer_messages(tmp_path / "data").values())
+    assert any("hw much rn for" in m.lower() or "cost??" in m for m in messages)
+    assert build("--phrasings", phrasings).exit_code == 0  # the same file resumes
+    phrasings.write_text("phrasings:\n  price:\n    - 'hw much rn for {this}'\n", encoding="utf-8")
+    changed = build("--phrasings", phrasings)
+    assert changed.exit_code == 2 and "phrasings differ" in changed.stderr
+
+
+def test_a_bad_phrasings_file_is_refused_with_its_line_before_anything_is_built(livecommerce_path, tmp_path):
+    phrasings = tmp_path / "viewers.yaml"
+    phrasings.write_text("phrasings:\n  stock_variant:\n    - 'sold out?'\n", encoding="utf-8")
+    out = tmp_path / "data"
+    result = _run("augment", "--trajectories", 20, "--phrasings", phrasings, "--out", out, "-H", livecommerce_path)
+    assert result.exit_code == 2
+    assert f"{phrasings}:3:7: stock_variant[0] needs {{variant}}" in result.stderr
+    assert "Traceback" not in result.output and not out.exists()
+
+
+def test_dataset_options_without_trajectories_are_refused_not_ignored(livecommerce_path, tmp_path):
+    result = _run(
+        "augment", "--n", 1, "--vary-wording", 0.5, "--faults", 0.1, "--out", tmp_path / "v", "-H", livecommerce_path
+    )
+    assert result.exit_code == 2
+    assert "--faults, --vary-wording shape a trajectory dataset: add --trajectories N, or drop them" in result.stderr
+    assert not (tmp_path / "v").exists()
