@@ -125,6 +125,9 @@ class StudyPlan:
     #: word their cases from templates held out of training, and a tiny model keys on the words
     #: of the templates it saw. 0 in both presets until it is measured to help.
     data_vary_wording: float = 0.0
+    #: A viewer-phrasings file (``augment --phrasings``) both datasets draw from beside the
+    #: built-in training templates; empty: none. Its phrasings are recorded in each dataset.json.
+    data_phrasings: str = ""
     #: Cases per suite in every arm's evaluation (an even spread of the suite); 0: whole suites.
     eval_limit: int = 100
     #: Cases of the real-history slice (the variant suite's cases under v1 and v2) per arm; 0: all of them.

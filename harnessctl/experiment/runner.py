@@ -123,6 +123,7 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
     variants (``hsa``). Resumable (pairs already logged are skipped)."""
     from harnessctl.augment.trajectories import TrajectorySpec, build_trajectories
     from harnessctl.harness import load_harness
+    from harnessctl.sim.phrasings import load_phrasings
 
     harness = load_harness(plan.harness)
     out: dict[str, Any] = {}
@@ -144,6 +145,7 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
             canonical_share=plan.data_canonical_share,
             fixed_harness=fixed,
             vary_wording=plan.data_vary_wording,
+            phrasings=load_phrasings(plan.data_phrasings) if plan.data_phrasings else None,
         )
         summary = build_trajectories(harness, folder, spec)
         out[name] = {**summary.to_dict(), "seconds": round(time.perf_counter() - started, 2)}
@@ -378,7 +380,8 @@ AGENT_SUITES = tuple(s for s in SUITES if s != "ifeval")
 
 
 def check_inputs(plan: StudyPlan, *, suites: bool = True) -> None:
-    """The plan's harness loads, its ``base_model`` (if any) is a checkpoint, and (with ``suites``)
+    """The plan's harness loads, its ``base_model`` (if any) is a checkpoint, its
+    ``data_phrasings`` (if any) is a good phrasings file, and (with ``suites``)
     every suite it evaluates on reads: checked before the study folder is written, so the corrected
     command starts afresh rather than being refused as another plan, and before anything trains.
     Raises ``HarnessError`` (the CLI names the file and line) or ``StudyError``."""
@@ -386,6 +389,10 @@ def check_inputs(plan: StudyPlan, *, suites: bool = True) -> None:
     from trainer.common import TrainError, check_checkpoint
 
     load_harness(plan.harness)
+    if plan.data_phrasings:
+        from harnessctl.sim.phrasings import load_phrasings
+
+        load_phrasings(plan.data_phrasings)
     if plan.base_model:
         try:
             check_checkpoint(plan.base_model, "base_model")

@@ -307,3 +307,20 @@ def test_a_study_can_reword_its_training_messages_and_both_datasets_get_the_same
     assert apply_overrides(full_plan(), ["data_vary_wording=0.5"]).data_vary_wording == 0.5
     with pytest.raises(PlanError, match="data_vary_wording must be within"):
         StudyPlan(data_vary_wording=2.0)
+
+
+def test_a_study_can_add_its_viewers_phrasings_to_both_datasets_and_a_bad_file_stops_it_first(tmp_path):
+    from harnessctl.experiment.runner import build_datasets
+    from harnessctl.harness.errors import HarnessError
+
+    phrasings = tmp_path / "viewers.yaml"
+    phrasings.write_text("phrasings:\n  price:\n    - 'hw much rn for {this}'\n", encoding="utf-8")
+    plan = apply_overrides(full_plan(), [f"data_phrasings={phrasings}", "data_n=12", "data_variants=3"])
+    build_datasets(plan, tmp_path / "study", print)
+    for name in ("fixed", "hsa"):
+        spec = json.loads((tmp_path / "study" / "data" / name / "dataset.json").read_text())["spec"]
+        assert spec["phrasings"] == {"price": ["hw much rn for {this}"]}, name
+    phrasings.write_text("phrasings:\n  price:\n    - 'price of {order}'\n", encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"viewers.yaml:3:7: price\[0\] \{order\} is not a placeholder of price"):
+        build_datasets(plan, tmp_path / "other", print)
+    assert not (tmp_path / "other" / "data").exists()
