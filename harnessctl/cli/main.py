@@ -46,6 +46,7 @@ COMMAND_MODULES = (
     "harnessctl.cli.run_cmds",  # run, serve, model init
     "harnessctl.cli.model_cmds",  # model list, model ship
     "harnessctl.cli.augment_cmds",  # augment
+    "harnessctl.cli.phrasings_cmds",  # phrasings check|write
     "harnessctl.cli.eval_cmds",  # eval, compare, report, judge
     "harnessctl.cli.train_cmds",  # train base|sft|distill|rl
     "harnessctl.cli.experiment_cmds",  # experiment hat

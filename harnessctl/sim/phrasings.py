@@ -41,6 +41,41 @@ from .templates import TEMPLATES, templates_for
 
 #: The largest phrasings file read (about 4,000 phrasings of 60 characters).
 MAX_PHRASINGS_BYTES = 256 * 1024
+#: What a viewer asks in each message kind: the brief a writer (a person or a teacher model) gets.
+KIND_DESCRIPTIONS: dict[str, str] = {
+    "greeting": "says hello or that they just joined the stream",
+    "product_info": "asks what the product on screen (or named) is, its details or features",
+    "product_info_search": "asks about a product they name, which is not the one on screen",
+    "price": "asks the price of the product",
+    "promotion": "asks for coupons, discount codes or deals",
+    "stock_variant": "asks whether one variant (a colour or a size) is still in stock",
+    "stock": "asks whether the product is still in stock or how many are left, naming no variant",
+    "size_advice": "gives their height in cm and asks which size to buy",
+    "shipping_region": "asks the shipping time or fee to a place they name",
+    "shipping": "asks the shipping time or cost in general, naming no place",
+    "returns": "asks about returns, refunds or exchanges",
+    "order_status": "asks where their order is, giving its order number",
+    "order_status_no_number": "asks where their order is without giving an order number",
+    "comparison": "asks to compare two products or which one is better",
+    "compliance_sensitive": "asks a health claim: whether the product cures or treats a condition, is safe in pregnancy, is a medicine",
+    "complaint_damaged": "complains that an order arrived damaged, broken, leaking, with items missing, or never came",
+    "complaint": "complains about the service or an experience, with no order number and nothing damaged",
+    "off_topic": "chats about something unrelated to shopping (weather, sport, music, personal questions to the host)",
+    "human_request": "asks to talk to a real person or customer service",
+    "flash_sale": "asks about the flash sale or countdown deal: when it ends, its price, how many are left",
+}
+#: What each placeholder stands for, for a writer.
+PLACEHOLDER_MEANINGS: dict[str, str] = {
+    "this": "a way of pointing at the product on screen (this, this one, it, or its name)",
+    "name": "the product's name",
+    "other": "the name of the second product of a comparison",
+    "variant": "a variant's name (a colour or a size)",
+    "height": "a height in cm (a number: write cm after it)",
+    "region": "a region",
+    "city": "a city",
+    "order": "an order number",
+    "condition": "a health condition such as eczema",
+}
 #: Kinds whose messages must name one of several places (the case reads it from either).
 _ONE_OF: dict[str, tuple[str, ...]] = {"shipping_region": ("region", "city")}
 
@@ -63,15 +98,36 @@ def kind_placeholders(kind: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset().union(*sets), frozenset(set.intersection(*sets))
 
 
-def _normal(text: str) -> str:
+def message_key(text: str) -> str:
     """What makes two phrasings the same message: words and placeholders in order; case,
-    punctuation, emoji and spacing aside."""
+    punctuation, emoji and spacing aside.
+
+    >>> message_key("Any update on {order}?? 📦") == message_key("any update on {order}")
+    True
+    """
     return " ".join(re.findall(r"[\w{}]+", text.casefold()))
 
 
 @cache
 def _held_out() -> dict[str, str]:
-    return {_normal(t): k for k in TEMPLATES for t in templates_for(k, "eval")}
+    return {message_key(t): k for k in TEMPLATES for t in templates_for(k, "eval")}
+
+
+def placeholder_rule(kind: str) -> str:
+    """The placeholder rule of ``kind`` in words, as a writer's brief states it.
+
+    >>> placeholder_rule("stock_variant")
+    'it may use {this}, {variant}; every message must use {variant}'
+    """
+    allowed, required = kind_placeholders(kind)
+    if not allowed:
+        return "no placeholders"
+    rule = "it may use " + ", ".join("{" + a + "}" for a in sorted(allowed))
+    if required:
+        rule += "; every message must use " + ", ".join("{" + r + "}" for r in sorted(required))
+    if kind in _ONE_OF:
+        rule += "; every message must use one of " + ", ".join("{" + p + "}" for p in _ONE_OF[kind])
+    return rule
 
 
 def check_phrasing(kind: str, text: str) -> str | None:
@@ -102,10 +158,10 @@ def check_phrasing(kind: str, text: str) -> str | None:
     places = _ONE_OF.get(kind)
     if places and not used & set(places):
         return f"needs one of {', '.join('{' + p + '}' for p in places)} (every {kind} message names the place)"
-    seen = _held_out().get(_normal(text))
+    seen = _held_out().get(message_key(text))
     if seen is not None:
         return f"is a held-out {seen} message of the suites; training on it would let them measure training data"
-    if _normal(text) in {_normal(t) for t in templates_for(kind, "train")}:
+    if message_key(text) in {message_key(t) for t in templates_for(kind, "train")}:
         return f"is already a built-in {kind} training template"
     return None
 
@@ -129,9 +185,9 @@ def check_phrasings(phrasings: Mapping[str, Sequence[str]], rel: str = "phrasing
         seen: dict[str, int] = {}
         for i, text in enumerate(texts):
             problem = check_phrasing(kind, text)
-            if problem is None and _normal(text) in seen:
-                problem = f"repeats {kind}[{seen[_normal(text)]}]"
-            seen.setdefault(_normal(text), i)
+            if problem is None and message_key(text) in seen:
+                problem = f"repeats {kind}[{seen[message_key(text)]}]"
+            seen.setdefault(message_key(text), i)
             if problem:
                 line, col = _position(doc, ("phrasings", kind, i))
                 issues.append(Issue(rel, f"{kind}[{i}] {problem}", line, col, f"$.phrasings.{kind}[{i}]"))
