@@ -21,6 +21,7 @@ train on, commit it, then ``augment --trajectories N --phrasings FILE``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -177,8 +178,6 @@ def write_phrasings(
 
 def _write(out: Path, phrasings: dict[str, list[str]]) -> None:
     """The file, atomically, kinds in the simulator's order; nothing when there is nothing yet."""
-    import json
-
     if not phrasings:
         return
     lines = ["# Viewer phrasings per message kind (harnessctl phrasings write); review before training.", "phrasings:"]

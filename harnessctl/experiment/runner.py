@@ -126,6 +126,7 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
     from harnessctl.sim.phrasings import load_phrasings
 
     harness = load_harness(plan.harness)
+    phrasings = load_phrasings(plan.data_phrasings) if plan.data_phrasings else None
     out: dict[str, Any] = {}
     for name, fixed in (("fixed", True), ("hsa", False)):
         folder = root / "data" / name
@@ -145,7 +146,7 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
             canonical_share=plan.data_canonical_share,
             fixed_harness=fixed,
             vary_wording=plan.data_vary_wording,
-            phrasings=load_phrasings(plan.data_phrasings) if plan.data_phrasings else None,
+            phrasings=phrasings,
         )
         summary = build_trajectories(harness, folder, spec)
         out[name] = {**summary.to_dict(), "seconds": round(time.perf_counter() - started, 2)}

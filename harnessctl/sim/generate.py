@@ -15,7 +15,7 @@ from harnessctl.sim import facts as F
 from harnessctl.sim.case import Case, CaseContext
 from harnessctl.sim.catalog import Catalog, load_catalog
 from harnessctl.sim.expectations import expectation_for
-from harnessctl.sim.phrasings import check_phrasing
+from harnessctl.sim.phrasings import check_phrasings
 from harnessctl.sim.task import FAULT_KINDS, INTENTS
 from harnessctl.sim.templates import (
     CONDITIONS,
@@ -76,7 +76,7 @@ def generate_cases(
     the same as without it, byte for byte.
 
     ``phrasings`` adds templates per message kind to the ones ``messages`` picks (checked by
-    :func:`harnessctl.sim.phrasings.check_phrasing`; the cases drawn from them are tagged
+    :func:`harnessctl.sim.phrasings.check_phrasings`; the cases drawn from them are tagged
     ``added_phrasing``). Training data only: it is refused with ``messages="eval"``.
 
     >>> [c.intent for c in generate_cases(3, seed=0, intents=["price", "stock"])]
@@ -97,11 +97,9 @@ def generate_cases(
     if phrasings:
         if messages == "eval":
             raise ValueError("added phrasings are for training data; the suites' messages stay held out")
-        for kind, texts in phrasings.items():
-            for i, text in enumerate(texts):
-                problem = check_phrasing(kind, text)
-                if problem:
-                    raise ValueError(f"phrasings {kind}[{i}] {problem}")
+        issues = check_phrasings(phrasings)
+        if issues:
+            raise ValueError(str(issues[0]))
     rng = random.Random(f"cases|{seed}")
     order: list[str] = []
     while len(order) < n:
