@@ -28,18 +28,42 @@ def register(app: typer.Typer) -> None:
 @phrasings_app.command("check")
 def phrasings_check(
     file: Annotated[Path, typer.Argument(help="A phrasings YAML file (`phrasings: {price: [...]}`).")],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Also refuse phrasings that share half their words or more with a held-out suite message of their kind.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a phrasings file as `augment --phrasings` will: every problem with its line, exit 2."""
-    from harnessctl.sim.phrasings import load_phrasings
+    """Check a phrasings file as `augment --phrasings` will: every problem with its line, exit 2.
+
+    Near copies of the suites' held-out messages are counted (the suites then partly measure
+    them); `--strict` refuses them, for a measurement of wording the model never saw."""
+    from harnessctl.sim.phrasings import load_phrasings, near_copies
 
     with cli_errors():
-        phrasings = load_phrasings(file)
+        phrasings = load_phrasings(file, strict=strict)
     counts = {k: len(v) for k, v in phrasings.items()}
+    near = near_copies(phrasings)
     if as_json:
-        print_json({"file": str(file), "phrasings": counts, "total": sum(counts.values())})
+        print_json(
+            {
+                "file": str(file),
+                "phrasings": counts,
+                "total": sum(counts.values()),
+                "near_held_out": [f"{k}[{i}]" for k, i in near],
+            }
+        )
         return
     out.print(f"[green]✓[/] {escape(str(file))}: {sum(counts.values())} phrasings of {len(counts)} kinds")
+    if near:
+        shown = ", ".join(f"{k}[{i}]" for k, i in near[:5]) + (", …" if len(near) > 5 else "")
+        out.print(
+            f"note: {len(near)} share half their words or more with a held-out suite message of their kind "
+            f"({escape(shown)}): the suites' held-out wording partly measures them; `--strict` refuses them"
+        )
 
 
 @phrasings_app.command("write")

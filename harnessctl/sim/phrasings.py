@@ -19,6 +19,11 @@ templates use, and those every one of them needs (``{variant}`` for ``stock_vari
 for ``shipping_region``...), as plain ``{name}`` fields — no attributes, indexes or formats; not a
 held-out template (that would put a suite message into training data) nor a repeat.
 
+A phrasing that shares half its words or more with a held-out message of its kind
+(:func:`near_held_out`) is allowed — viewers do write alike — but the suites' held-out wording
+then partly measures it: ``phrasings check`` counts these, and ``--strict`` (``strict=True``)
+refuses them, for a measurement of wording the model never saw.
+
 >>> check_phrasing("stock_variant", "still got {variant}?")
 >>> check_phrasing("stock_variant", "still got it?")
 'needs {variant} (every stock_variant message names it)'
@@ -41,6 +46,8 @@ from .templates import TEMPLATES, templates_for
 
 #: The largest phrasings file read (about 4,000 phrasings of 60 characters).
 MAX_PHRASINGS_BYTES = 256 * 1024
+#: A phrasing sharing at least this share of its words with a held-out message is a near copy.
+NEAR_SHARE = 0.5
 #: What a viewer asks in each message kind: the brief a writer (a person or a teacher model) gets.
 KIND_DESCRIPTIONS: dict[str, str] = {
     "greeting": "says hello or that they just joined the stream",
@@ -113,6 +120,27 @@ def _held_out() -> dict[str, str]:
     return {message_key(t): k for k in TEMPLATES for t in templates_for(k, "eval")}
 
 
+def _words(text: str) -> frozenset[str]:
+    """A message's words, placeholders and case aside."""
+    return frozenset(re.findall(r"[a-z0-9']+", re.sub(r"\{\w*\}", " ", text.casefold())))
+
+
+@cache
+def _held_out_words(kind: str) -> tuple[frozenset[str], ...]:
+    return tuple(_words(t) for t in templates_for(kind, "eval"))
+
+
+def near_held_out(kind: str, text: str, share: float = NEAR_SHARE) -> bool:
+    """Whether ``text`` shares at least ``share`` of its words with one held-out message of ``kind``
+    (a suite scoring it then partly measures training data; exact copies are refused outright).
+
+    >>> near_held_out("price", "how much for it rn"), near_held_out("price", "what does {this} go for")
+    (True, False)
+    """
+    words = _words(text)
+    return bool(words) and any(len(words & held) >= share * len(words) for held in _held_out_words(kind))
+
+
 def placeholder_rule(kind: str) -> str:
     """The placeholder rule of ``kind`` in words, as a writer's brief states it.
 
@@ -166,8 +194,11 @@ def check_phrasing(kind: str, text: str) -> str | None:
     return None
 
 
-def check_phrasings(phrasings: Mapping[str, Sequence[str]], rel: str = "phrasings") -> list[Issue]:
+def check_phrasings(
+    phrasings: Mapping[str, Sequence[str]], rel: str = "phrasings", *, strict: bool = False
+) -> list[Issue]:
     """Every problem in a kind -> phrasings mapping; positions where it is a round-trip document.
+    ``strict`` also refuses near copies of held-out messages (:func:`near_held_out`).
 
     >>> [str(i) for i in check_phrasings({"prices": ["how much?"]}, "p.yaml")]
     ["p.yaml: unknown message kind 'prices' ($.phrasings.prices) — did you mean 'price'?"]
@@ -188,15 +219,20 @@ def check_phrasings(phrasings: Mapping[str, Sequence[str]], rel: str = "phrasing
             if problem is None and message_key(text) in seen:
                 problem = f"repeats {kind}[{seen[message_key(text)]}]"
             seen.setdefault(message_key(text), i)
+            if problem is None and strict and near_held_out(kind, text):
+                problem = (
+                    f"shares half its words or more with a held-out {kind} message of the suites "
+                    "(refused with --strict, so that they measure wording the model never saw)"
+                )
             if problem:
                 line, col = _position(doc, ("phrasings", kind, i))
                 issues.append(Issue(rel, f"{kind}[{i}] {problem}", line, col, f"$.phrasings.{kind}[{i}]"))
     return issues
 
 
-def load_phrasings(path: str | Path) -> dict[str, list[str]]:
+def load_phrasings(path: str | Path, *, strict: bool = False) -> dict[str, list[str]]:
     """Read and check a phrasings file; raises :class:`HarnessError` listing every problem, each
-    with its line.
+    with its line (``strict``: near copies of held-out messages too).
 
     >>> load_phrasings("viewer-phrasings.yaml")["price"][:1]        # doctest: +SKIP
     ['hw much is {this} rn']
@@ -214,7 +250,16 @@ def load_phrasings(path: str | Path) -> dict[str, list[str]]:
     issues = schema_issues(rel, doc, "phrasings")
     if issues:
         raise HarnessError(issues)
-    issues = check_phrasings(doc["phrasings"], rel)
+    issues = check_phrasings(doc["phrasings"], rel, strict=strict)
     if issues:
         raise HarnessError(issues)
     return {str(k): [str(t) for t in v] for k, v in doc["phrasings"].items()}
+
+
+def near_copies(phrasings: Mapping[str, Sequence[str]]) -> list[tuple[str, int]]:
+    """``(kind, index)`` of every phrasing that is a near copy of a held-out message.
+
+    >>> near_copies({"price": ["how much for it rn", "what does {this} go for"]})
+    [('price', 0)]
+    """
+    return [(k, i) for k, texts in phrasings.items() for i, t in enumerate(texts) if near_held_out(k, t)]

@@ -226,3 +226,19 @@ def test_dataset_options_without_trajectories_are_refused_not_ignored(livecommer
     assert result.exit_code == 2
     assert "--faults, --vary-wording shape a trajectory dataset: add --trajectories N, or drop them" in result.stderr
     assert not (tmp_path / "v").exists()
+
+
+def test_phrasings_check_counts_near_copies_of_held_out_messages_and_strict_refuses_them(tmp_path):
+    phrasings = tmp_path / "viewers.yaml"
+    # "how much for it rn" shares three of its five words with a held-out price message
+    phrasings.write_text("phrasings:\n  price:\n    - 'what does {this} go for'\n    - 'how much for it rn'\n")
+    plain = _run("phrasings", "check", phrasings)
+    assert plain.exit_code == 0
+    assert "2 phrasings of 1 kinds" in plain.output
+    assert "note: 1 share half their words or more with a held-out suite message of their kind (price[1])" in (
+        " ".join(plain.output.split())
+    )
+    strict = _run("phrasings", "check", phrasings, "--strict")
+    assert strict.exit_code == 2
+    assert f"{phrasings}:4:7: price[1] shares half its words or more with a held-out price message" in strict.stderr
+    assert "price[0]" not in strict.stderr and "Traceback" not in strict.output

@@ -92,3 +92,14 @@ def test_a_phrasings_file_must_be_the_documented_shape(tmp_path):
         load_phrasings(tmp_path / "missing.yaml")
     path.write_text("phrasings:\n  price:\n    - 'what is {this} worth'\n", encoding="utf-8")
     assert load_phrasings(path) == {"price": ["what is {this} worth"]}
+
+
+def test_a_near_copy_of_a_held_out_message_is_allowed_but_refused_when_strict(tmp_path):
+    held = next(t for t in templates_for("price", "eval") if t.endswith("{this}"))  # "hw much for {this}"
+    near = held + " rn today"
+    assert check_phrasing("price", near) is None  # viewers do write alike: allowed...
+    file = tmp_path / "viewers.yaml"
+    file.write_text(f"phrasings:\n  price:\n    - '{near}'\n    - 'what does {{this}} go for'\n", encoding="utf-8")
+    assert load_phrasings(file)["price"] == [near, "what does {this} go for"]
+    with pytest.raises(HarnessError, match=r"price\[0\] shares half its words or more with a held-out price"):
+        load_phrasings(file, strict=True)  # ...and refused for a measurement of unseen wording
