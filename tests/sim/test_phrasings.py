@@ -103,3 +103,13 @@ def test_a_near_copy_of_a_held_out_message_is_allowed_but_refused_when_strict(tm
     assert load_phrasings(file)["price"] == [near, "what does {this} go for"]
     with pytest.raises(HarnessError, match=r"price\[0\] shares half its words or more with a held-out price"):
         load_phrasings(file, strict=True)  # ...and refused for a measurement of unseen wording
+
+
+def test_the_teachers_phrasings_shipped_for_the_experiment_still_pass_their_checks():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "trainer" / "data" / "phrasings"
+    every = load_phrasings(folder / "livecommerce-teacher.yaml")
+    strict = load_phrasings(folder / "livecommerce-teacher-strict.yaml", strict=True)
+    assert sum(map(len, every.values())) == 589 and sum(map(len, strict.values())) == 403
+    assert all(set(texts) <= set(every[kind]) for kind, texts in strict.items())
