@@ -105,6 +105,9 @@ def test_stage_0_trains_padding_free_when_asked_with_the_losses_of_padded_batche
                 "save_steps": 100,
                 "warmup_steps": 0,
                 "copy_probe": 0,
+                # fp32 everywhere: under bf16 autocast (auto on CPUs with bf16 instructions) the
+                # joined and the padded batches sum in another order and differ in the 3rd decimal
+                "precision": "fp32",
                 **({"padding_free": True} if padding_free else {}),
             },
         )
