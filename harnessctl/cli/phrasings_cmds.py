@@ -46,20 +46,20 @@ def phrasings_check(
     with cli_errors():
         phrasings = load_phrasings(file, strict=strict)
     counts = {k: len(v) for k, v in phrasings.items()}
-    near = near_copies(phrasings)
+    near = [f"{kind}[{i}]" for kind, i in near_copies(phrasings)]
     if as_json:
         print_json(
             {
                 "file": str(file),
                 "phrasings": counts,
                 "total": sum(counts.values()),
-                "near_held_out": [f"{k}[{i}]" for k, i in near],
+                "near_held_out": near,
             }
         )
         return
     out.print(f"[green]✓[/] {escape(str(file))}: {sum(counts.values())} phrasings of {len(counts)} kinds")
     if near:
-        shown = ", ".join(f"{k}[{i}]" for k, i in near[:5]) + (", …" if len(near) > 5 else "")
+        shown = ", ".join(near[:5]) + (", …" if len(near) > 5 else "")
         out.print(
             f"note: {len(near)} share half their words or more with a held-out suite message of their kind "
             f"({escape(shown)}): the suites' held-out wording partly measures them; `--strict` refuses them"

@@ -3,6 +3,8 @@ built-in training templates, never into the suites."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harnessctl.harness.errors import HarnessError
@@ -106,8 +108,6 @@ def test_a_near_copy_of_a_held_out_message_is_allowed_but_refused_when_strict(tm
 
 
 def test_the_teachers_phrasings_shipped_for_the_experiment_still_pass_their_checks():
-    from pathlib import Path
-
     folder = Path(__file__).resolve().parents[2] / "trainer" / "data" / "phrasings"
     every = load_phrasings(folder / "livecommerce-teacher.yaml")
     strict = load_phrasings(folder / "livecommerce-teacher-strict.yaml", strict=True)
