@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,11 +200,17 @@ def skill_choice_probe(
     n: int = 100,
     seed: int = 0,
     on_item: Any = None,
+    shipped_names: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The first decision of ``n`` dataset rows (shuffled by ``seed``) under teacher forcing: does
     the model give the row's own option the highest probability among the listing's? This is the
     skill choice alone — no sampling, no later turn — so it tells a choice the model has not
     learned from one it makes but loses in generation. ``chance`` is the mean of 1 / options.
+
+    With ``shipped_names`` (the shipped harness's skill names), ``by_name`` splits the rows by
+    whether the row's own option keeps its shipped name or a variant renamed it: a model that
+    memorised the shipped surface is right on the first kind only, a model that reads the listing
+    on both.
 
     >>> skill_choice_probe("shipped-model-folder", rows=read_chat_rows("data/fixed"), n=100)  # doctest: +SKIP
     {'rows': 100, 'correct': 96, 'share': 0.96, 'chance': 0.091, 'dataset_rows': 5397, 'without_choice': 1611, ...}
@@ -222,10 +229,14 @@ def skill_choice_probe(
     items, skipped = choice_items(rows)
     items = items[:n]
     correct, confusions = 0, Counter()
+    by_name = {"shipped": {"rows": 0, "correct": 0}, "renamed": {"rows": 0, "correct": 0}}
     for done, item in enumerate(items, start=1):
         scores = option_logprobs(model, tokenizer, item)
         picked = max(item.options, key=lambda o: scores[o])
         correct += picked == item.chosen
+        kind = by_name["shipped" if shipped_names is None or item.chosen in shipped_names else "renamed"]
+        kind["rows"] += 1
+        kind["correct"] += picked == item.chosen
         if picked != item.chosen:
             confusions[(item.chosen, picked)] += 1
         if on_item is not None:
@@ -239,4 +250,5 @@ def skill_choice_probe(
         "dataset_rows": len(rows),
         "without_choice": skipped,
         "confusions": [{"chosen": a, "picked": b, "rows": k} for (a, b), k in confusions.most_common(5)],
+        **({"by_name": by_name} if shipped_names is not None else {}),
     }

@@ -18,7 +18,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .common import JsonOpt, checkpoint_folder
+from .common import JsonOpt, checkpoint_folder, resolve_harness_path
 from .output import CLIError, cli_errors, err, out, print_json
 from .run_cmds import model_app
 
@@ -142,6 +142,15 @@ def model_probe(
     split: Annotated[str, typer.Option("--split", help="train or validation (unseen cases).")] = "train",
     rows: Annotated[int, typer.Option("--rows", min=1, help="Rows to probe (shuffled by --seed).")] = 100,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the row order.")] = 0,
+    harness: Annotated[
+        Path | None,
+        typer.Option(
+            "--harness",
+            "-H",
+            help="The shipped harness the data's variants came from: splits the rows by whether "
+            "their skill keeps its shipped name or was renamed.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The skill choice alone: on dataset rows, does the model give the row's own skill the
@@ -173,9 +182,19 @@ def model_probe(
             dataset = read_chat_rows(data, split)
         except TrainError as e:
             raise CLIError(str(e)) from None
+        shipped_names = None
+        if harness is not None:
+            from harnessctl.harness.loader import load_harness
+
+            shipped_names = {skill.name for skill in load_harness(resolve_harness_path(harness)).skills}
         with progress_bars("probe", enabled=not as_json, console=err) as update:
             result = skill_choice_probe(
-                folder, rows=dataset, n=rows, seed=seed, on_item=lambda done, total: update("probe", done, total)
+                folder,
+                rows=dataset,
+                n=rows,
+                seed=seed,
+                on_item=lambda done, total: update("probe", done, total),
+                shipped_names=shipped_names,
             )
         if not result["rows"]:
             rows_of = f"{split}.jsonl" if Path(data).is_dir() else "it"
@@ -196,5 +215,9 @@ def model_probe(
             f"[dim]{result['without_choice']} of the {result['dataset_rows']} rows answer without a choice "
             "from a listing first: left out[/]"
         )
+    for kind, label in (("shipped", "the skill keeps its shipped name"), ("renamed", "a variant renamed it")):
+        part = result.get("by_name", {}).get(kind)
+        if part and part["rows"]:
+            out.print(f"  {label}: {part['correct']} of {part['rows']} ({part['correct'] / part['rows']:.2f})")
     for c in result["confusions"]:
         out.print(f"  {escape(c['chosen'])} → {escape(c['picked'])}: {c['rows']} rows")

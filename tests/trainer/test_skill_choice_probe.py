@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,65 @@ def test_the_probe_from_the_command_line(fixed_rows_dir, tmp_path):
         res = runner.invoke(app, ["model", "probe", *args])
         assert res.exit_code == 2, (args, res.output)
         assert message in res.stderr and "Traceback" not in res.output
+
+
+def test_with_the_shipped_harness_the_probe_splits_kept_names_from_renamed_ones(
+    trajectories_dir, livecommerce_path, tmp_path
+):
+    """A model that memorised the shipped surface is right only where a variant kept the skill's
+    name; the split tells that from reading the listing."""
+    from harnessctl.harness import load_harness
+
+    shipped = {skill.name for skill in load_harness(livecommerce_path).skills}
+    rows = read_chat_rows(trajectories_dir)
+    random.Random(0).shuffle(rows)  # the probe's row order at --seed 0
+    items, _ = choice_items(rows)
+    renamed = sum(item.chosen not in shipped for item in items[:12])
+    assert 0 < renamed < 12  # the fixture's variants rename some skills and keep others
+
+    res = runner.invoke(
+        app,
+        [
+            "model",
+            "probe",
+            "shipped:hat",
+            "--data",
+            str(trajectories_dir),
+            "--rows",
+            "12",
+            "-H",
+            str(livecommerce_path),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "the skill keeps its shipped name:" in res.stdout and "a variant renamed it:" in res.stdout
+
+    report = json.loads(
+        runner.invoke(
+            app,
+            [
+                "model",
+                "probe",
+                "shipped:hat",
+                "--data",
+                str(trajectories_dir),
+                "--rows",
+                "12",
+                "-H",
+                str(livecommerce_path),
+                "--json",
+            ],
+        ).stdout
+    )
+    split = report["by_name"]
+    assert split["renamed"]["rows"] == renamed and split["shipped"]["rows"] == 12 - renamed
+    assert split["renamed"]["correct"] + split["shipped"]["correct"] == report["correct"]
+    plain = runner.invoke(
+        app, ["model", "probe", "shipped:hat", "--data", str(trajectories_dir), "--rows", "2", "--json"]
+    )
+    assert "by_name" not in json.loads(plain.stdout)
+
+    res = runner.invoke(
+        app, ["model", "probe", "shipped:hat", "--data", str(trajectories_dir), "-H", str(tmp_path / "nope")]
+    )
+    assert res.exit_code == 2 and "no such harness folder" in res.stderr and "Traceback" not in res.output
