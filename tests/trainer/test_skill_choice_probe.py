@@ -120,49 +120,16 @@ def test_with_the_shipped_harness_the_probe_splits_kept_names_from_renamed_ones(
     renamed = sum(item.chosen not in shipped for item in items[:12])
     assert 0 < renamed < 12  # the fixture's variants rename some skills and keep others
 
-    res = runner.invoke(
-        app,
-        [
-            "model",
-            "probe",
-            "shipped:hat",
-            "--data",
-            str(trajectories_dir),
-            "--rows",
-            "12",
-            "-H",
-            str(livecommerce_path),
-        ],
-    )
+    probe = ["model", "probe", "shipped:hat", "--data", str(trajectories_dir), "--rows", "12"]
+    res = runner.invoke(app, [*probe, "-H", str(livecommerce_path)])
     assert res.exit_code == 0, res.output
     assert "the skill keeps its shipped name:" in res.stdout and "a variant renamed it:" in res.stdout
 
-    report = json.loads(
-        runner.invoke(
-            app,
-            [
-                "model",
-                "probe",
-                "shipped:hat",
-                "--data",
-                str(trajectories_dir),
-                "--rows",
-                "12",
-                "-H",
-                str(livecommerce_path),
-                "--json",
-            ],
-        ).stdout
-    )
+    report = json.loads(runner.invoke(app, [*probe, "-H", str(livecommerce_path), "--json"]).stdout)
     split = report["by_name"]
     assert split["renamed"]["rows"] == renamed and split["shipped"]["rows"] == 12 - renamed
     assert split["renamed"]["correct"] + split["shipped"]["correct"] == report["correct"]
-    plain = runner.invoke(
-        app, ["model", "probe", "shipped:hat", "--data", str(trajectories_dir), "--rows", "2", "--json"]
-    )
-    assert "by_name" not in json.loads(plain.stdout)
+    assert "by_name" not in json.loads(runner.invoke(app, [*probe, "--json"]).stdout)
 
-    res = runner.invoke(
-        app, ["model", "probe", "shipped:hat", "--data", str(trajectories_dir), "-H", str(tmp_path / "nope")]
-    )
+    res = runner.invoke(app, [*probe, "-H", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "no such harness folder" in res.stderr and "Traceback" not in res.output
