@@ -228,19 +228,16 @@ def skill_choice_probe(
     random.Random(seed).shuffle(rows)
     items, skipped = choice_items(rows)
     items = items[:n]
-    correct, confusions = 0, Counter()
-    by_name = {"shipped": {"rows": 0, "correct": 0}, "renamed": {"rows": 0, "correct": 0}}
+    hits, confusions = [], Counter()
     for done, item in enumerate(items, start=1):
         scores = option_logprobs(model, tokenizer, item)
         picked = max(item.options, key=lambda o: scores[o])
-        correct += picked == item.chosen
-        kind = by_name["shipped" if shipped_names is None or item.chosen in shipped_names else "renamed"]
-        kind["rows"] += 1
-        kind["correct"] += picked == item.chosen
+        hits.append(picked == item.chosen)
         if picked != item.chosen:
             confusions[(item.chosen, picked)] += 1
         if on_item is not None:
             on_item(done, len(items))
+    correct = sum(hits)
     chance = sum(1 / len(i.options) for i in items) / len(items) if items else 0.0
     return {
         "rows": len(items),
@@ -250,5 +247,15 @@ def skill_choice_probe(
         "dataset_rows": len(rows),
         "without_choice": skipped,
         "confusions": [{"chosen": a, "picked": b, "rows": k} for (a, b), k in confusions.most_common(5)],
-        **({"by_name": by_name} if shipped_names is not None else {}),
+        **({"by_name": _by_name(items, hits, shipped_names)} if shipped_names is not None else {}),
     }
+
+
+def _by_name(items: list[ChoiceItem], hits: list[bool], shipped_names: Collection[str]) -> dict[str, dict[str, int]]:
+    """Rows and hits among the items whose own option keeps a shipped name, and among the renamed."""
+    split = {"shipped": {"rows": 0, "correct": 0}, "renamed": {"rows": 0, "correct": 0}}
+    for item, hit in zip(items, hits):
+        part = split["shipped" if item.chosen in shipped_names else "renamed"]
+        part["rows"] += 1
+        part["correct"] += hit
+    return split
