@@ -335,9 +335,10 @@ _CODE_TOOLS = (
 #: The copy rows' kinds and their shares. Echo is the plainest copy, and the one copying first forms
 #: on: the tiny model, trained on echo rows alone at a steady 3e-3, went from none to half of its
 #: answers copied whole between steps 500 and 700; on the four kinds in equal shares it had not
-#: started by step 1,200.
-COPY_KINDS = ("echo", "lookup", "number", "tool")
-COPY_WEIGHTS = (0.5, 0.2, 0.1, 0.2)
+#: started by step 1,200. ``pick`` (a guide chosen from a listing by its description, see
+#: :func:`pick_row`) is 0 unless a copy mix names it, so the default mix draws as it always did.
+COPY_KINDS = ("echo", "lookup", "number", "tool", "pick")
+COPY_WEIGHTS = (0.5, 0.2, 0.1, 0.2, 0.0)
 
 
 def random_code(rng: random.Random) -> str:
@@ -356,7 +357,7 @@ def parse_copy_mix(text: str) -> tuple[float, ...]:
     named get 0, and an empty text gives :data:`COPY_WEIGHTS`. Raises ``ValueError`` naming what is wrong.
 
     >>> parse_copy_mix("lookup=2,tool=1")
-    (0.0, 2.0, 0.0, 1.0)
+    (0.0, 2.0, 0.0, 1.0, 0.0)
     """
     if not text.strip():
         return COPY_WEIGHTS
@@ -378,9 +379,9 @@ def parse_copy_mix(text: str) -> tuple[float, ...]:
 
 def copy_row(rng: random.Random, weights: tuple[float, ...] = COPY_WEIGHTS) -> dict[str, Any]:
     """A row whose answer copies a string drawn for this row from the conversation: an echo, a
-    lookup in a list of pairs, a number the user gave, or a tool call with the user's code and an
-    answer with the numbers the tool returned (``weights``: the kinds' shares, in
-    :data:`COPY_KINDS` order)."""
+    lookup in a list of pairs, a number the user gave, a tool call with the user's code and an
+    answer with the numbers the tool returned, or a guide's fresh name picked from a listing by
+    its description (``weights``: the kinds' shares, in :data:`COPY_KINDS` order)."""
     kind = rng.choices(COPY_KINDS, weights=weights)[0]
     tools: list[dict[str, Any]] = []
     if kind == "echo":
@@ -404,6 +405,8 @@ def copy_row(rng: random.Random, weights: tuple[float, ...] = COPY_WEIGHTS) -> d
             {"role": "user", "content": f"I am {height} cm tall and weigh {weight} kg. What {asked} did I give?"},
             {"role": "assistant", "content": answer},
         ]
+    elif kind == "pick":
+        return pick_row(rng)
     else:
         listed = rng.sample(_CODE_TOOLS, rng.randint(2, 4))
         canonical = rng.random() < 0.3
@@ -428,6 +431,345 @@ def copy_row(rng: random.Random, weights: tuple[float, ...] = COPY_WEIGHTS) -> d
             {"role": "assistant", "content": answer},
         ]
     return {"messages": messages, "tools": tools, "meta": {"kind": "copy", "copy": kind}}
+
+
+#: Guides of the pick rows, far from live commerce: (description, requests). The last request of
+#: each is held out of the corpus for the pick probe (:func:`trainer.probes.copy_prompts`).
+GUIDES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "book a table at a restaurant",
+        (
+            "Can I reserve a table for four tonight?",
+            "I want to book dinner for two at eight",
+            "Is there a free table on Friday evening?",
+            "Please hold a table for us at the restaurant",
+        ),
+    ),
+    (
+        "renew a library book",
+        (
+            "My library book is due tomorrow, can I keep it longer?",
+            "I need more time with the novel I borrowed",
+            "Can you extend my loan at the library?",
+            "Renew the book I checked out last week",
+        ),
+    ),
+    (
+        "report a lost bank card",
+        (
+            "I lost my bank card on the bus",
+            "Someone stole my debit card!",
+            "My card is missing, please block it",
+            "I can't find my credit card anywhere",
+        ),
+    ),
+    (
+        "check the train timetable",
+        (
+            "When does the next train to the coast leave?",
+            "What time is the last train tonight?",
+            "Are there morning trains on Sunday?",
+            "Show me the train times for tomorrow",
+        ),
+    ),
+    (
+        "reset a forgotten password",
+        (
+            "I forgot my password",
+            "I can't log in, my password doesn't work",
+            "How do I get a new password?",
+            "Help, I don't remember my login password",
+        ),
+    ),
+    (
+        "plan a hiking route",
+        (
+            "Suggest a trail for a day hike",
+            "Which mountain path is good for beginners?",
+            "I want to walk in the hills this weekend",
+            "Plan me a hike near the lake",
+        ),
+    ),
+    (
+        "explain a recipe step",
+        (
+            "What does it mean to fold the egg whites?",
+            "How long should I knead this dough?",
+            "The recipe says simmer, what is that?",
+            "I'm stuck on step three of the cake recipe",
+        ),
+    ),
+    (
+        "find a parking spot",
+        (
+            "Where can I park near the stadium?",
+            "Is there a car park close to the museum?",
+            "I need somewhere to leave my car downtown",
+            "Any free parking spaces around here?",
+        ),
+    ),
+    (
+        "cancel a gym membership",
+        (
+            "I want to stop my gym subscription",
+            "Please end my fitness club membership",
+            "How do I quit the gym?",
+            "Cancel my membership at the gym",
+        ),
+    ),
+    (
+        "translate a short phrase",
+        (
+            "How do you say good night in Spanish?",
+            "Translate thank you into French",
+            "What is hello in Japanese?",
+            "Can you put this sentence into German?",
+        ),
+    ),
+    (
+        "water and care for house plants",
+        (
+            "How often should I water my fern?",
+            "My cactus leaves are turning yellow",
+            "Does a basil plant need a lot of light?",
+            "What's the best way to care for an orchid?",
+        ),
+    ),
+    (
+        "rent a car for a trip",
+        (
+            "I need a car for three days",
+            "Can I hire a small car at the airport?",
+            "Rent me a van for the weekend",
+            "Is there a rental car available on Monday?",
+        ),
+    ),
+    (
+        "buy cinema tickets",
+        (
+            "Two tickets for the late film please",
+            "Can I book seats for the movie tonight?",
+            "I want to see the new film on Saturday",
+            "Get me cinema tickets for the eight o'clock show",
+        ),
+    ),
+    (
+        "feed and walk a dog",
+        (
+            "How much should my puppy eat?",
+            "How long should I walk my dog each day?",
+            "What food is good for an old dog?",
+            "My dog needs more exercise, any tips?",
+        ),
+    ),
+    (
+        "pay an electricity bill",
+        (
+            "I want to pay my power bill",
+            "How do I settle the electricity invoice?",
+            "My energy bill is due, can I pay it now?",
+            "Pay this month's electric bill",
+        ),
+    ),
+    (
+        "fix a slow laptop",
+        (
+            "My laptop takes ages to start",
+            "Why is my computer so slow?",
+            "The notebook freezes when I open many tabs",
+            "How can I speed up my old laptop?",
+        ),
+    ),
+    (
+        "learn a new language",
+        (
+            "What's the best way to start learning Italian?",
+            "I want to practise my Portuguese every day",
+            "How many words should I learn per week?",
+            "Tips for picking up a second language?",
+        ),
+    ),
+    (
+        "visit a museum",
+        (
+            "When is the art museum open?",
+            "Is the history museum free on Sundays?",
+            "What exhibitions are on at the museum?",
+            "I'd like to see the dinosaur hall at the museum",
+        ),
+    ),
+    (
+        "set a morning alarm",
+        (
+            "Wake me up at six tomorrow",
+            "Set an alarm for seven thirty",
+            "I need an alarm before my early flight",
+            "Can you ring me at dawn?",
+        ),
+    ),
+    (
+        "write a thank-you note",
+        (
+            "Help me thank my teacher in a card",
+            "I want to write a note to thank my neighbour",
+            "What should I say to thank a friend for a gift?",
+            "Draft a short thank-you message for my host",
+        ),
+    ),
+    (
+        "check the weather forecast",
+        (
+            "Will it rain tomorrow?",
+            "Is it going to be sunny this weekend?",
+            "What's the forecast for Tuesday?",
+            "Do I need an umbrella later?",
+        ),
+    ),
+    (
+        "repair a bicycle tyre",
+        (
+            "My bike has a flat tyre",
+            "How do I patch an inner tube?",
+            "The back wheel of my bicycle keeps losing air",
+            "Fix the puncture on my bike",
+        ),
+    ),
+    (
+        "choose a board game for a group",
+        (
+            "What game can six friends play together?",
+            "Suggest a board game for a family night",
+            "Any good party games for a big group?",
+            "Which table game works for kids and adults?",
+        ),
+    ),
+    (
+        "sign up for a swimming class",
+        (
+            "Can my son join a swim lesson?",
+            "I want to learn to swim as an adult",
+            "Are there places left in the pool course?",
+            "Enrol me in swimming lessons",
+        ),
+    ),
+    (
+        "sort household recycling",
+        (
+            "Which bin does glass go in?",
+            "Can pizza boxes be recycled?",
+            "What do I do with old batteries?",
+            "How should I separate plastic and paper?",
+        ),
+    ),
+    (
+        "move a dentist appointment",
+        (
+            "I can't make my dentist visit on Monday",
+            "Please change the time of my dental check-up",
+            "Can I come to the dentist a day later?",
+            "Reschedule my appointment at the dentist",
+        ),
+    ),
+    (
+        "tune a guitar",
+        (
+            "My guitar sounds out of tune",
+            "How do I tune the low E string?",
+            "What notes should the guitar strings be?",
+            "Help me get my guitar in tune",
+        ),
+    ),
+    (
+        "find a bus stop",
+        (
+            "Where is the nearest bus stop?",
+            "Which stop do I take the number 12 from?",
+            "How far is the bus station from here?",
+            "Is there a bus stop near the park?",
+        ),
+    ),
+    (
+        "start a vegetable garden",
+        (
+            "What vegetables are easy to grow?",
+            "When should I plant carrots?",
+            "How do I prepare soil for a veggie patch?",
+            "I want to grow my own salad at home",
+        ),
+    ),
+    (
+        "pack for a beach holiday",
+        (
+            "What should I bring to the seaside?",
+            "Make me a packing list for the beach",
+            "Do I need a towel and sunscreen for the coast trip?",
+            "Help me pack for a week by the sea",
+        ),
+    ),
+)
+
+
+def pick_row(rng: random.Random, *, held_out: bool = False, quote: bool = True) -> dict[str, Any]:
+    """A row that picks a guide from a listing by its description: a system prompt lists 4-10
+    guides under fresh names (snake_case, CamelCase or hyphenated, from the syllable inventory) in
+    one of a few layouts, the user asks for one, and the assistant calls the guide loader with
+    that guide's name. Only the listing says which name is meant, so the row teaches reading
+    it: the step an agent takes when a harness renames its skills. ``held_out`` uses each guide's
+    last request, which the corpus never does.
+
+    >>> row = pick_row(random.Random(0))
+    >>> call = row["messages"][-1]["tool_calls"][0]["function"]
+    >>> call["arguments"]["name"] in row["messages"][0]["content"]
+    True
+    """
+    listed = rng.sample(GUIDES, rng.randint(4, 10))
+    names: list[str] = []
+    for _ in listed:
+        name = _guide_name(rng)
+        while name.lower() in {n.lower() for n in names}:
+            name = _guide_name(rng)
+        names.append(name)
+    loader = rng.choice(("open_guide", "load_routine", "use_playbook", pronounceable_name(rng)))
+    header = rng.choice(
+        (
+            "Guides (call {loader} with the guide name before answering):",
+            "Routines you can load with {loader}:",
+            "Pass one of these names to {loader} first:",
+        )
+    ).format(loader=loader)
+    # Description first, as the harness's own catalog (``- description : name``) and the tiny
+    # template's tool listing are written: the name follows the words that identify it.
+    line = rng.choice(("- {d} : {n}", "- {d} -> {n}", "* {d} (name: {n})"))
+    lines = [line.format(d=d, n=n) for (d, _requests), n in zip(listed, names, strict=True)]
+    listing = "\n".join(lines)
+    place = rng.choice(("the town help desk", "a travel service", "a home assistant", "the community centre"))
+    asked = rng.randrange(len(listed))
+    requests = listed[asked][1]
+    request = requests[-1] if held_out else rng.choice(requests[:-1])
+    tools = [tool_spec(loader, "open the steps of one guide", "name")]
+    tools[0]["function"]["parameters"]["properties"]["name"]["enum"] = names
+    messages = [
+        {"role": "system", "content": f"You are the assistant of {place}.\n\n{header}\n{listing}"},
+        {"role": "user", "content": request},
+        {
+            "role": "assistant",
+            "content": f"<think>{lines[asked].lstrip('-* ')}</think>" if quote else "",
+            "tool_calls": [
+                {"id": "call_0", "type": "function", "function": {"name": loader, "arguments": {"name": names[asked]}}}
+            ],
+        },
+    ]
+    return {"messages": messages, "tools": tools, "meta": {"kind": "copy", "copy": "pick", "answer": names[asked]}}
+
+
+def _guide_name(rng: random.Random) -> str:
+    name = pronounceable_name(rng)
+    style = rng.random()
+    if style < 0.3:
+        return "".join(part.capitalize() for part in name.split("_"))
+    if style < 0.5:
+        return name.replace("_", "-")
+    return name
 
 
 def general_rows(

@@ -98,6 +98,9 @@ class TrajectorySpec:
     min_score: float | None = None  # None: ORACLE_MIN_SCORE for the oracle, the scorer's pass mark for a teacher
     vary_wording: float = 0.0  # share of cases whose viewer message is reworded (see harnessctl.sim.wording)
     phrasings: dict[str, list[str]] | None = None  # message kind -> added templates (see harnessctl.sim.phrasings)
+    #: The oracle opens each skill-loading turn with a ``<think>`` note quoting the catalog line of
+    #: the skill it loads (``description : name``; see :class:`harnessctl.sim.oracle.OracleModel`).
+    quote_skills: bool = False
 
     def __post_init__(self) -> None:
         self.ops = resolve_operators(self.ops)
@@ -110,6 +113,8 @@ class TrajectorySpec:
         ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value}")
+        if self.quote_skills and self.teacher:
+            raise ValueError("quote_skills writes the oracle's own notes: leave it off with a teacher")
         if self.val_share >= 1.0 and self.n:
             raise ValueError("val_share must be below 1: training needs cases too")
         if self.n < 0 or self.variants < 0:
@@ -415,6 +420,8 @@ def _spec_doc(spec: TrajectorySpec, source: Harness) -> dict[str, Any]:
         del doc["vary_wording"]
     if not spec.phrasings:
         del doc["phrasings"]
+    if not spec.quote_skills:
+        del doc["quote_skills"]
     return {
         "schema_version": DATASET_SCHEMA_VERSION,
         "spec": doc,
@@ -504,6 +511,10 @@ def build_trajectories(
         from harnessctl.models.registry import resolve_model
 
         model = resolve_model(spec.teacher or "oracle", api_base=api_base)
+        if spec.quote_skills and not spec.teacher:
+            from harnessctl.sim.oracle import OracleModel
+
+            model = OracleModel(quote_skills=True)
     if spec.min_score is not None:
         min_score = spec.min_score
     elif spec.teacher:

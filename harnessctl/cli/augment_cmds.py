@@ -59,6 +59,7 @@ TRAJECTORY_OPTIONS = {
     "faults": "--faults",
     "vary_wording": "--vary-wording",
     "phrasings": "--phrasings",
+    "quote_skills": "--quote-skills",
     "min_score": "--min-score",
 }
 
@@ -160,6 +161,13 @@ def augment(
             help="YAML file of viewer phrasings per message kind, drawn beside the built-in training templates (`phrasings: {price: [...]}`; see docs/augment.md).",
         ),
     ] = None,
+    quote_skills: Annotated[
+        bool,
+        typer.Option(
+            "--quote-skills",
+            help="The oracle opens each skill-loading turn with a <think> note quoting the skill's catalog line (`description : name`), within the harness's max_think_tokens.",
+        ),
+    ] = False,
     min_score: Annotated[
         float | None,
         typer.Option(
@@ -241,6 +249,7 @@ def augment(
                 min_score=min_score,
                 vary_wording=vary_wording,
                 phrasings=load_phrasings(phrasings) if phrasings is not None else None,
+                quote_skills=quote_skills,
             )
             kind = "fixed" if fixed_harness else "hsa"
             target = out_dir or Path("out") / "datasets" / f"{source.name}-{kind}-s{seed}"

@@ -128,6 +128,10 @@ class StudyPlan:
     #: A viewer-phrasings file (``augment --phrasings``) both datasets draw from beside the
     #: built-in training templates; empty: none. Its phrasings are recorded in each dataset.json.
     data_phrasings: str = ""
+    #: Both datasets' skill-loading turns open with a ``<think>`` note quoting the loaded skill's
+    #: catalog line (``augment --quote-skills``): the renamed name then follows words the model can
+    #: find in the listing, the copy stage 0's pick rows practise. Off in both presets.
+    data_quote_skills: bool = False
     #: Cases per suite in every arm's evaluation (an even spread of the suite); 0: whole suites.
     eval_limit: int = 100
     #: Cases of the real-history slice (the variant suite's cases under v1 and v2) per arm; 0: all of them.

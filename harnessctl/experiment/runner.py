@@ -147,6 +147,7 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
             fixed_harness=fixed,
             vary_wording=plan.data_vary_wording,
             phrasings=phrasings,
+            quote_skills=plan.data_quote_skills,
         )
         summary = build_trajectories(harness, folder, spec)
         out[name] = {**summary.to_dict(), "seconds": round(time.perf_counter() - started, 2)}

@@ -58,20 +58,24 @@ class OracleModel:
     """The ``oracle`` model backend: bind it to a case with :meth:`for_episode`.
 
     ``think=True`` adds a short ``<think>`` note to each turn (within ``max_think_tokens``),
-    for training data that shows reasoning of the allowed length.
+    for training data that shows reasoning of the allowed length. ``quote_skills=True`` opens each
+    turn that loads skills with a ``<think>`` note quoting the catalog line of each skill it loads
+    (``description : name``, as the system prompt lists it): the step from what the viewer wants
+    to the name the harness gives it today, written out where a small model can copy it.
     """
 
     name = "oracle"
     #: The oracle plans from the case's answer key: the runtime binds it to the full case.
     reads_answer_key = True
 
-    def __init__(self, *, think: bool = False) -> None:
+    def __init__(self, *, think: bool = False, quote_skills: bool = False) -> None:
         self.think = think
+        self.quote_skills = quote_skills
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         if harness is None:
             raise ModelError("the oracle answers under a harness: for_episode(case, harness) needs one")
-        return OraclePolicy(case, harness, think=self.think)
+        return OraclePolicy(case, harness, think=self.think, quote_skills=self.quote_skills)
 
     def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
@@ -107,10 +111,11 @@ class OraclePolicy:
 
     name = "oracle"
 
-    def __init__(self, case: Any, harness: Harness, *, think: bool = False) -> None:
+    def __init__(self, case: Any, harness: Harness, *, think: bool = False, quote_skills: bool = False) -> None:
         self.case = case
         self.h = harness
         self.think = think
+        self.quote_skills = quote_skills
         self.slots = _slots_of(case)
         self.intent = str(case.intent)
         self.skills = _skills_for(self.intent, harness)
@@ -129,7 +134,7 @@ class OraclePolicy:
     reads_answer_key = True
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
-        return OraclePolicy(case, harness, think=self.think)
+        return OraclePolicy(case, harness, think=self.think, quote_skills=self.quote_skills)
 
     # The decision ---------------------------------------------------------------------------
     def generate(
@@ -147,6 +152,8 @@ class OraclePolicy:
                 for i, (n, a) in enumerate(batch)
             ]
             content = self._think(f"{self.intent}: call " + ", ".join(n for n, _ in batch))
+            if self.quote_skills:
+                content = self._quote_skills(batch) or content
             return self._response(messages, content, calls)
         found = self._findings(state)
         context = {
@@ -268,6 +275,22 @@ class OraclePolicy:
             words.pop()
         return f"<think>{' '.join(words)}</think>" if words else ""
 
+    def _quote_skills(self, batch: list[tuple[str, dict[str, Any]]]) -> str:
+        """The catalog lines of the skills ``batch`` loads, as one ``<think>`` note: "" when it
+        loads none, or the whole note does not fit the harness's ``max_think_tokens`` (a quote cut
+        before the name would teach a wrong copy)."""
+        loader = self.h.skill_loader.name
+        by_name = {s.name: s for s in self.h.skills}
+        lines = [
+            f"{by_name[a['name']].description} : {a['name']}"
+            for n, a in batch
+            if n == loader and a.get("name") in by_name
+        ]
+        note = "; ".join(lines)
+        if not lines or count_tokens(note) > self.think_budget:
+            return ""
+        return f"<think>{note}</think>"
+
     def _response(self, messages: list[dict[str, Any]], content: str, calls: list[ToolCall]) -> ModelResponse:
         out_text = content + "".join(c.raw_arguments + c.name for c in calls)
         return ModelResponse(
@@ -350,4 +373,4 @@ class _BlindPolicy(OraclePolicy):
     name = "oracle-blind"
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
-        return _BlindPolicy(case, self.h, think=self.think)
+        return _BlindPolicy(case, self.h, think=self.think, quote_skills=self.quote_skills)

@@ -242,3 +242,31 @@ def test_phrasings_check_counts_near_copies_of_held_out_messages_and_strict_refu
     assert strict.exit_code == 2
     assert f"{phrasings}:4:7: price[1] shares half its words or more with a held-out price message" in strict.stderr
     assert "price[0]" not in strict.stderr and "Traceback" not in strict.output
+
+
+def test_quoted_skill_notes_are_recorded_in_the_dataset_and_refused_with_a_teacher(livecommerce_path, tmp_path):
+    def build(*extra) -> object:
+        args = ("augment", "--trajectories", 30, "--n", 3, "--seed", 5, "--out", tmp_path / "data")
+        return _run(*args, "-H", livecommerce_path, *extra)
+
+    result = build("--quote-skills")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "data" / "dataset.json").read_text())["spec"]["quote_skills"] is True
+    rows = [json.loads(x) for x in (tmp_path / "data" / "train.jsonl").read_text().splitlines()]
+    first_turns = [next(m for m in r["messages"] if m["role"] == "assistant") for r in rows]
+    assert all(t["content"].startswith("<think>") for t in first_turns if t.get("tool_calls"))
+    plain = build()  # the same folder without the notes is another dataset
+    assert plain.exit_code == 2 and "quote_skills differ" in plain.stderr
+    taught = _run(
+        "augment",
+        "--trajectories",
+        5,
+        "--quote-skills",
+        "--teacher",
+        "openai/x",
+        "--out",
+        tmp_path / "t",
+        "-H",
+        livecommerce_path,
+    )
+    assert taught.exit_code == 2 and "quote_skills" in taught.stderr and "Traceback" not in taught.output

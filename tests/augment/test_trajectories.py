@@ -219,3 +219,30 @@ def test_trls_sft_trainer_consumes_the_rows_without_dropping_any(hsa_dataset, ti
     for ex in tokenized:
         labelled = sum(label != -100 for label in ex["labels"])
         assert 0 < labelled < len(ex["input_ids"])
+
+
+def test_quoted_skills_open_each_skill_load_with_the_catalog_line_of_the_skill_loaded(source, tmp_path):
+    out = tmp_path / "quoted"
+    summary = build_trajectories(source, out, TrajectorySpec(**{**SPEC, "n": 40}, quote_skills=True), jobs=1)
+    assert summary.kept >= 38
+    assert json.loads((out / "dataset.json").read_text())["spec"]["quote_skills"] is True
+    quoted = 0
+    for row in _rows(out, "train.jsonl") + _rows(out, "validation.jsonl"):
+        catalog = row["messages"][0]["content"]
+        loader = json.loads(row["tools"])[0]["function"]["name"]
+        for m in row["messages"]:
+            loads = [tc for tc in m.get("tool_calls") or [] if tc["function"]["name"] == loader]
+            if not loads:
+                assert "<think>" not in (m.get("content") or "")  # only skill loads carry the note
+                continue
+            note = m["content"]
+            assert note.startswith("<think>") and note.endswith("</think>")
+            lines = note.removeprefix("<think>").removesuffix("</think>").split("; ")
+            names = [json.loads(tc["function"]["arguments"])["name"] for tc in loads]
+            for line, name in zip(lines, names, strict=True):
+                assert f"- {line}\n" in catalog + "\n"  # the listing's own line, word for word
+                assert line.endswith(f" : {name}")  # ending with the name the call then copies
+            quoted += 1
+    assert quoted >= 38
+    with pytest.raises(ValueError, match="quote_skills"):
+        TrajectorySpec(quote_skills=True, teacher="openai/x")

@@ -69,7 +69,7 @@ def test_a_base_with_a_copy_phase_trains_both_phases_records_them_as_one_and_con
     assert copied["config"]["lr_scheduler_type"] == "constant_with_warmup"
     # the copy phase's short rows train padding-free; the general phase's are padded
     assert copied["config"]["padding_free"] is True and general["config"]["padding_free"] is False
-    assert set(copied["copy_probe"]) == {"echo", "lookup", "tool_argument", "n"}
+    assert set(copied["copy_probe"]) == {"echo", "lookup", "tool_argument", "pick", "n"}
 
     assert record["steps"] == 3 and [p["phase"] for p in record["phases"]] == ["general", "copy"]
     assert [row["step"] for row in record["log"] if "loss" in row] == [1, 2, 3]

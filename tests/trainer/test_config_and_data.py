@@ -242,3 +242,31 @@ def test_stage_0_draws_random_batches_and_sft_batches_by_length(tiny_model_path,
     sft_cfg = SFTStageConfig(out=str(tmp_path / "sft"), model=str(tiny_model_path), per_device_batch_size=2)
     sft = sft_trainer(model, tokenizer, rows, sft_cfg, info["max_length"])
     assert isinstance(sft._get_train_sampler(), LengthGroupedSampler)
+
+
+def test_pick_rows_name_a_fresh_guide_that_only_the_listing_identifies(tiny_model_path):
+    from transformers import AutoTokenizer
+
+    from trainer.data import check_row
+    from trainer.general_corpus import GUIDES, parse_copy_mix, pick_row
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+    rows = general_rows(300, seed=3, copy_share=1.0, copy_weights=parse_copy_mix("pick=1"))
+    assert {r["meta"]["copy"] for r in rows} == {"pick"}
+    requests = {req: desc for desc, reqs in GUIDES for req in reqs}
+    held_out = {reqs[-1] for _desc, reqs in GUIDES}
+    answers = set()
+    for r in rows:
+        system, user, call = r["messages"]
+        name = call["tool_calls"][0]["function"]["arguments"]["name"]
+        assert call["tool_calls"][0]["function"]["name"] == r["tools"][0]["function"]["name"]
+        assert r["tools"][0]["function"]["parameters"]["properties"]["name"]["enum"].count(name) == 1
+        # The one listing line that holds the asked guide's description holds the name called.
+        line = next(x for x in system["content"].splitlines() if requests[user["content"]] in x)
+        assert name in line
+        assert user["content"] not in held_out  # the probe's requests stay out of the corpus
+        assert token_lengths([check_row(r, "row")], tokenizer)[0] < 512
+        answers.add(name)
+    assert len(answers) > 280  # drawn fresh per row: no name to learn by heart
+    probe_row = pick_row(random.Random(0), held_out=True)
+    assert probe_row["messages"][1]["content"] in held_out
