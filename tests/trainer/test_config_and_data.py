@@ -263,7 +263,8 @@ def test_pick_rows_name_a_fresh_guide_that_only_the_listing_identifies(tiny_mode
         assert r["tools"][0]["function"]["parameters"]["properties"]["name"]["enum"].count(name) == 1
         # The one listing line that holds the asked guide's description holds the name called.
         line = next(x for x in system["content"].splitlines() if requests[user["content"]] in x)
-        assert name in line
+        assert name in line and line.index(requests[user["content"]]) < line.index(name)
+        assert call["content"] == f"<think>{line.lstrip('-* ')}</think>"  # the line quoted, then the call
         assert user["content"] not in held_out  # the probe's requests stay out of the corpus
         assert token_lengths([check_row(r, "row")], tokenizer)[0] < 512
         answers.add(name)
