@@ -155,7 +155,9 @@ def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path
     # whether the base copies a fresh code off the conversation, recorded beside the model
     probe = manifest["copy_probe"]
     assert probe == result.extra["copy_probe"] and probe["n"] == 2
-    assert set(probe) == {"echo", "lookup", "tool_argument", "pick", "n"} and all(0 <= probe[k] <= 1 for k in probe if k != "n")
+    assert set(probe) == {"echo", "lookup", "tool_argument", "pick", "n"} and all(
+        0 <= probe[k] <= 1 for k in probe if k != "n"
+    )
     loads_and_answers(tmp_path / "base")
 
 
