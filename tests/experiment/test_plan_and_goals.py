@@ -324,3 +324,17 @@ def test_a_study_can_add_its_viewers_phrasings_to_both_datasets_and_a_bad_file_s
     with pytest.raises(HarnessError, match=r"viewers.yaml:3:7: price\[0\] \{order\} is not a placeholder of price"):
         build_datasets(plan, tmp_path / "other", print)
     assert not (tmp_path / "other" / "data").exists()
+
+
+def test_a_study_can_have_both_datasets_quote_the_skill_they_load(tmp_path):
+    from harnessctl.experiment.runner import build_datasets
+
+    plan = apply_overrides(full_plan(), ["data_quote_skills=true", "data_n=12", "data_variants=3"])
+    assert plan.data_quote_skills is True and full_plan().data_quote_skills is False
+    root = tmp_path / "study"
+    build_datasets(plan, root, lambda _line: None)
+    for name in ("fixed", "hsa"):
+        spec = json.loads((root / "data" / name / "dataset.json").read_text())["spec"]
+        assert spec["quote_skills"] is True, name
+        rows = [json.loads(x) for x in (root / "data" / name / "train.jsonl").read_text().splitlines()]
+        assert any((m.get("content") or "").startswith("<think>") for r in rows for m in r["messages"]), name
