@@ -714,8 +714,10 @@ def pick_row(rng: random.Random, *, held_out: bool = False, quote: bool = True) 
     guides under fresh names (snake_case, CamelCase or hyphenated, from the syllable inventory) in
     one of a few layouts, the user asks for one, and the assistant calls the guide loader with
     that guide's name. Only the listing says which name is meant, so the row teaches reading
-    it: the step an agent takes when a harness renames its skills. ``held_out`` uses each guide's
-    last request, which the corpus never does.
+    it: the step an agent takes when a harness renames its skills. The assistant first quotes the
+    guide's line in a ``<think>`` note, so the name follows words it has just written (without the
+    note, ``quote=False``, the tiny model's choice stayed at chance). ``held_out`` uses each
+    guide's last request, which the corpus never does.
 
     >>> row = pick_row(random.Random(0))
     >>> call = row["messages"][-1]["tool_calls"][0]["function"]
