@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -149,15 +150,34 @@ def _first_choice(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
     return None
 
 
-def _with_choice(turn: dict[str, Any], parameter: str, option: str) -> dict[str, Any]:
+def _with_choice(turn: dict[str, Any], parameter: str, option: str, listing: str = "") -> dict[str, Any]:
     """The turn with its first call's ``parameter`` set to ``option`` (arguments re-serialised the
-    same way for every option, the chosen one included)."""
+    same way for every option, the chosen one included). A turn that opens by quoting the chosen
+    skill's catalog line (``augment --quote-skills``) quotes ``option``'s line of ``listing`` (the
+    system prompt) instead: the quote names the answer, so every option is scored with its own.
+
+    >>> turn = {"content": "<think>tell prices : pay_a</think>", "tool_calls": [{"function":
+    ...         {"name": "load", "arguments": '{"name": "pay_a"}'}}]}
+    >>> _with_choice(turn, "name", "ship_b", "- tell prices : pay_a\\n- ship things : ship_b")["content"]
+    '<think>ship things : ship_b</think>'
+    """
     calls = [dict(c, function=dict(c["function"])) for c in turn["tool_calls"]]
     first = calls[0]["function"]
     args = json.loads(first["arguments"]) if isinstance(first["arguments"], str) else dict(first["arguments"])
+    chosen = args.get(parameter)
     args[parameter] = option
     first["arguments"] = json.dumps(args, ensure_ascii=False)
-    return {**turn, "tool_calls": calls}
+    content = turn.get("content") or ""
+    quoted = re.fullmatch(r"<think>([^;]*?) : ([^;]*?)((?:; .*)?)</think>", content, flags=re.S)
+    if quoted and quoted.group(2) == chosen:
+        line = next((x[2:] for x in listing.splitlines() if x.startswith("- ") and x.endswith(f" : {option}")), None)
+        if line is not None:
+            content = f"<think>{line}{quoted.group(3)}</think>"
+    return {**turn, "content": content, "tool_calls": calls}
+
+
+def _system_text(messages: list[dict[str, Any]]) -> str:
+    return next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
 
 
 def option_logprobs(model: Any, tokenizer: Any, item: ChoiceItem) -> dict[str, float]:
@@ -169,9 +189,8 @@ def option_logprobs(model: Any, tokenizer: Any, item: ChoiceItem) -> dict[str, f
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     sequences = []
     for option in item.options:
-        text = tokenizer.apply_chat_template(
-            [*item.messages, _with_choice(item.turn, item.parameter, option)], tools=item.tools, tokenize=False
-        )
+        turn = _with_choice(item.turn, item.parameter, option, _system_text(item.messages))
+        text = tokenizer.apply_chat_template([*item.messages, turn], tools=item.tools, tokenize=False)
         if not text.startswith(prompt):
             raise ValueError("the chat template writes the context differently once the turn follows it")
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -133,3 +133,25 @@ def test_with_the_shipped_harness_the_probe_splits_kept_names_from_renamed_ones(
 
     res = runner.invoke(app, [*probe, "-H", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "no such harness folder" in res.stderr and "Traceback" not in res.output
+
+
+def test_on_rows_that_quote_the_skill_each_option_is_scored_with_its_own_quoted_line(tmp_path, livecommerce_path):
+    # A quoted row names its answer before the call: scoring every option after that same quote
+    # would measure a copy, not the choice.
+    from harnessctl.augment.trajectories import TrajectorySpec, build_trajectories
+    from harnessctl.harness import load_harness
+
+    spec = TrajectorySpec(n=30, seed=7, variants=4, quote_skills=True)
+    build_trajectories(load_harness(livecommerce_path), tmp_path / "quoted", spec, jobs=1)
+    items, _ = choice_items(read_chat_rows(tmp_path / "quoted"))
+    quoted = [i for i in items if (i.turn.get("content") or "").startswith("<think>")]
+    assert len(quoted) >= 10
+    for item in quoted:
+        listing = item.messages[0]["content"]
+        for option in item.options:
+            turn = _with_choice(item.turn, item.parameter, option, listing)
+            line = turn["content"].removeprefix("<think>").removesuffix("</think>").split("; ")[0]
+            assert line.endswith(f" : {option}") and f"- {line}\n" in listing + "\n"
+            assert json.loads(turn["tool_calls"][0]["function"]["arguments"])[item.parameter] == option
+        unchanged = _with_choice(item.turn, item.parameter, item.chosen, listing)
+        assert unchanged["content"] == item.turn["content"]  # the row's own option: the row as written
