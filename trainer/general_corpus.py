@@ -726,10 +726,12 @@ def pick_row(rng: random.Random, *, held_out: bool = False, quote: bool = True) 
     """
     listed = rng.sample(GUIDES, rng.randint(4, 10))
     names: list[str] = []
+    taken: set[str] = set()
     for _ in listed:
         name = _guide_name(rng)
-        while name.lower() in {n.lower() for n in names}:
+        while name.lower() in taken:
             name = _guide_name(rng)
+        taken.add(name.lower())
         names.append(name)
     loader = rng.choice(("open_guide", "load_routine", "use_playbook", pronounceable_name(rng)))
     header = rng.choice(

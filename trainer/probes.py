@@ -77,8 +77,9 @@ def copy_probe(model: Any, tokenizer: Any = None, *, n: int = 30, max_new_tokens
         tokenizer = AutoTokenizer.from_pretrained(model)
         model = AutoModelForCausalLM.from_pretrained(model)
     model.eval()
-    hits: dict[str, int] = {"echo": 0, "lookup": 0, "tool_argument": 0, "pick": 0}
-    for kind, messages, tools, code in copy_prompts(n):
+    prompts = copy_prompts(n)
+    hits = dict.fromkeys((p[0] for p in prompts), 0)  # the kinds, in the order they are asked
+    for kind, messages, tools, code in prompts:
         enc = tokenizer.apply_chat_template(
             messages, tools=tools, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )

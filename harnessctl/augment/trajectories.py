@@ -510,11 +510,12 @@ def build_trajectories(
     if model is None:
         from harnessctl.models.registry import resolve_model
 
-        model = resolve_model(spec.teacher or "oracle", api_base=api_base)
-        if spec.quote_skills and not spec.teacher:
+        if spec.quote_skills:  # oracle only: the spec refuses it with a teacher
             from harnessctl.sim.oracle import OracleModel
 
             model = OracleModel(quote_skills=True)
+        else:
+            model = resolve_model(spec.teacher or "oracle", api_base=api_base)
     if spec.min_score is not None:
         min_score = spec.min_score
     elif spec.teacher:

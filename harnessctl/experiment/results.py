@@ -271,9 +271,8 @@ def copy_probe_line(results: dict[str, Any]) -> str:
     probe = ((base or {}).get("train_extra") or {}).get("copy_probe")
     if not probe:
         return ""
-    # Older studies' probes have no pick kind: the sentence names the kinds the probe measured.
-    names = [k for k in ("echo", "lookup", "tool_argument", "pick") if k in probe]
-    kinds = ", ".join(f"{k.replace('_', ' ')} {100 * probe[k]:.1f} %" for k in names)
+    # The kinds the probe measured (older studies' probes have no pick kind).
+    kinds = ", ".join(f"{k.replace('_', ' ')} {100 * v:.1f} %" for k, v in probe.items() if k != "n")
     return f"Stage 0 copy probe (greedy answers that hold a fresh code whole, {probe['n']} prompts per kind): {kinds}."
 
 

@@ -68,9 +68,18 @@ def fill_template(text: str, ctx: dict[str, Any]) -> str:
     return TEMPLATE_RE.sub(sub, text)
 
 
+def skill_catalog_line(description: str, name: str) -> str:
+    """One skill as the catalog lists it (after its bullet), description before name.
+
+    >>> skill_catalog_line("tell a viewer where their order is", "order_help")
+    'tell a viewer where their order is : order_help'
+    """
+    return f"{description} : {name}"
+
+
 def render_skill_catalog(h: Harness) -> str:
     """One line per skill, description before name (what a small model reads best)."""
-    return "\n".join(f"- {s.description} : {s.name}" for s in h.skills)
+    return "\n".join(f"- {skill_catalog_line(s.description, s.name)}" for s in h.skills)
 
 
 def render_system_prompt(h: Harness, ctx: dict[str, Any] | None = None) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnessctl.harness.model import Harness
+from harnessctl.harness.render import skill_catalog_line
 from harnessctl.models.base import GenerationSettings, ModelError
 from harnessctl.runtime.guards import banned_phrases, reply_char_limit
 from harnessctl.runtime.messages import is_viewer_message, parse_tool_content
@@ -282,7 +283,7 @@ class OraclePolicy:
         loader = self.h.skill_loader.name
         by_name = {s.name: s for s in self.h.skills}
         lines = [
-            f"{by_name[a['name']].description} : {a['name']}"
+            skill_catalog_line(by_name[a["name"]].description, a["name"])
             for n, a in batch
             if n == loader and a.get("name") in by_name
         ]
