@@ -112,9 +112,10 @@ class ChoiceItem:
 
 
 def choice_items(rows: list[dict[str, Any]]) -> tuple[list[ChoiceItem], int]:
-    """The first decision of each row that makes one from a listing: its first assistant turn's
-    first tool call, where an argument takes a value from the tool's ``enum`` (the skill loader
-    under any name a harness variant gave it). Returns the items and how many rows had none.
+    """The first decision of each row that makes one from a listing: the first tool call of its
+    first assistant turn that calls a tool, where an argument takes a value from the tool's ``enum``
+    (the skill loader under any name a harness variant gave it); the turns before it, a greeting
+    answered included, are its context. Returns the items and how many rows had none.
 
     >>> row = {"messages": [{"role": "user", "content": "price?"}, {"role": "assistant", "content": "",
     ...        "tool_calls": [{"type": "function", "function": {"name": "load_skill", "arguments": '{"name": "b"}'}}]}],
@@ -136,8 +137,10 @@ def choice_items(rows: list[dict[str, Any]]) -> tuple[list[ChoiceItem], int]:
 
 
 def _first_choice(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChoiceItem | None:
-    at = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), None)
-    if at is None or not messages[at].get("tool_calls"):
+    # The first turn that calls a tool decides; assistant turns before it without a call are the
+    # conversation so far (a greeting answered before the viewer's question), part of the context.
+    at = next((i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("tool_calls")), None)
+    if at is None:
         return None
     call = messages[at]["tool_calls"][0]["function"]
     spec = next((t["function"] for t in tools if t.get("function", {}).get("name") == call["name"]), None)
@@ -169,12 +172,28 @@ def _with_choice(turn: dict[str, Any], parameter: str, option: str, listing: str
     args[parameter] = option
     first["arguments"] = json.dumps(args, ensure_ascii=False)
     content = turn.get("content") or ""
-    quoted = re.fullmatch(r"<think>([^;]*?) : ([^;]*?)((?:; .*)?)</think>", content, flags=re.S)
+    quoted = _QUOTE.fullmatch(content)
     if quoted and quoted.group(2) == chosen:
         line = next((x[2:] for x in listing.splitlines() if x.startswith("- ") and x.endswith(f" : {option}")), None)
         if line is not None:
             content = f"<think>{line}{quoted.group(3)}</think>"
     return {**turn, "content": content, "tool_calls": calls}
+
+
+#: A turn that opens by quoting a catalog line (``augment --quote-skills``): ``<think>description
+#: : name</think>``, with an optional ``; ...`` note after the line.
+_QUOTE = re.compile(r"<think>([^;]*?) : ([^;]*?)((?:; .*)?)</think>", flags=re.S)
+
+
+def quoted_line(content: str) -> str | None:
+    """The catalog line a turn's opening ``<think>`` note quotes (``description : name``), or None.
+
+    >>> quoted_line('<think>tell prices : pay_a</think>'), quoted_line("Hi there!")
+    ('tell prices : pay_a', None)
+    """
+    think = re.match(r"<think>.*?</think>", content or "", flags=re.S)
+    quoted = _QUOTE.fullmatch(think.group(0)) if think else None
+    return f"{quoted.group(1)} : {quoted.group(2)}" if quoted else None
 
 
 def _system_text(messages: list[dict[str, Any]]) -> str:
@@ -220,6 +239,15 @@ def option_logprobs(model: Any, tokenizer: Any, item: ChoiceItem) -> dict[str, f
     return scores
 
 
+def probe_items(rows: list[dict[str, Any]] | None, *, n: int, seed: int) -> tuple[list[ChoiceItem], int, int]:
+    """The first ``n`` decisions of the rows shuffled by ``seed`` (both readings of the probe take
+    the same ones), how many rows make none, and how many rows there were."""
+    rows = list(rows or [])
+    random.Random(seed).shuffle(rows)
+    items, skipped = choice_items(rows)
+    return items[:n], skipped, len(rows)
+
+
 def skill_choice_probe(
     model: Any,
     tokenizer: Any = None,
@@ -252,10 +280,7 @@ def skill_choice_probe(
             tokenizer = AutoTokenizer.from_pretrained(model)
             model = AutoModelForCausalLM.from_pretrained(model)
     model.eval()
-    rows = list(rows or [])
-    random.Random(seed).shuffle(rows)
-    items, skipped = choice_items(rows)
-    items = items[:n]
+    items, skipped, dataset_rows = probe_items(rows, n=n, seed=seed)
     hits, confusions = [], Counter()
     for done, item in enumerate(items, start=1):
         scores = option_logprobs(model, tokenizer, item)
@@ -272,7 +297,7 @@ def skill_choice_probe(
         "correct": correct,
         "share": round(correct / len(items), 3) if items else 0.0,
         "chance": round(chance, 3),
-        "dataset_rows": len(rows),
+        "dataset_rows": dataset_rows,
         "without_choice": skipped,
         "confusions": [{"chosen": a, "picked": b, "rows": k} for (a, b), k in confusions.most_common(5)],
         **({"by_name": _by_name(items, hits, shipped_names)} if shipped_names is not None else {}),
@@ -287,3 +312,122 @@ def _by_name(items: list[ChoiceItem], hits: list[bool], shipped_names: Collectio
         part["rows"] += 1
         part["correct"] += hit
     return split
+
+
+# -- the skill choice, in generation --------------------------------------------------------------
+
+#: What a greedy first turn did with a row's decision, in the order the report lists them.
+GREEDY_OUTCOMES = ("right", "other_option", "unlisted", "other_tool", "unknown_tool", "no_call")
+
+
+def read_first_turn(item: ChoiceItem, response: Any) -> dict[str, Any]:
+    """What a generated turn (a :class:`~harnessctl.models.types.ModelResponse`) did with the
+    row's decision: ``outcome`` is one of :data:`GREEDY_OUTCOMES` — the row's own option, another
+    option of the listing, a value the listing does not hold, another listed tool, a tool no
+    listing holds, no call at all. A turn that opens by quoting a catalog line also says whether
+    the quote is a line of the system prompt's listing, whether the call takes the name the quote
+    ends with, and whether it quotes the row's own line.
+
+    >>> from harnessctl.models.types import ModelResponse, ToolCall
+    >>> item = ChoiceItem([{"role": "system", "content": "- tell prices : pay_a"}], [], {"tool_calls": [
+    ...     {"function": {"name": "load", "arguments": "{}"}}]}, "name", ["pay_a", "ship_b"], "pay_a")
+    >>> read_first_turn(item, ModelResponse("<think>tell prices : pay_a</think>", [ToolCall("load", {"name": "pay_a"})]))
+    {'outcome': 'right', 'tool': 'load', 'called': 'pay_a', 'quote': 'tell prices : pay_a', 'quote_in_listing': True, 'quote_names_call': True, 'quote_right': True}
+    """
+    loader = item.turn["tool_calls"][0]["function"]["name"]
+    listed = {t.get("function", {}).get("name") for t in item.tools}
+    call = response.tool_calls[0] if response.tool_calls else None
+    called = None
+    if call is None:
+        outcome = "no_call"
+    elif call.name == loader:
+        called = (call.arguments or {}).get(item.parameter)
+        called = called if isinstance(called, str) else None
+        outcome = "right" if called == item.chosen else "other_option" if called in item.options else "unlisted"
+    else:
+        outcome = "other_tool" if call.name in listed else "unknown_tool"
+    reading: dict[str, Any] = {"outcome": outcome, "tool": call.name if call else None, "called": called}
+    quote = quoted_line(response.content)
+    if quote is not None:
+        lines = {line[2:] for line in _system_text(item.messages).splitlines() if line.startswith("- ")}
+        reading.update(
+            quote=quote,
+            quote_in_listing=quote in lines,
+            quote_names_call=called is not None and quote.endswith(f" : {called}"),
+            quote_right=quote.endswith(f" : {item.chosen}"),
+        )
+    return reading
+
+
+def greedy_choice_probe(
+    backend: Any,
+    rows: list[dict[str, Any]] | None = None,
+    *,
+    n: int = 100,
+    seed: int = 0,
+    max_tokens: int = 128,
+    jobs: int = 8,
+    on_item: Any = None,
+    shipped_names: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """The same decisions as :func:`skill_choice_probe`, read from what the model writes: its
+    greedy first turn after the viewer's message (``backend`` is any model backend — a checkpoint
+    in process, a served model through litellm), ``jobs`` turns in flight at once. Where teacher
+    forcing asks which option the model finds likeliest, this asks what it does — call the row's
+    skill, another, a name no listing holds, or answer without a call — and, on quoting data,
+    whether its quote is a line of the listing at all.
+
+    >>> from harnessctl.models.registry import resolve_model
+    >>> greedy_choice_probe(resolve_model("shipped:hat"), rows=read_chat_rows("data/hsa", "validation"))  # doctest: +SKIP
+    {'rows': 100, 'correct': 21, 'share': 0.21, 'chance': 0.1, 'outcomes': {'right': 21, 'other_option': 70, ...}, ...}
+    """
+    import asyncio
+
+    from harnessctl.models.base import GenerationSettings, agenerate
+
+    items, skipped, dataset_rows = probe_items(rows, n=n, seed=seed)
+    settings = GenerationSettings(temperature=0.0, max_tokens=max_tokens)
+
+    async def read_all() -> list[dict[str, Any]]:
+        sem, done = asyncio.Semaphore(max(1, jobs)), 0
+
+        async def one(item: ChoiceItem) -> dict[str, Any]:
+            nonlocal done
+            async with sem:
+                response = await agenerate(backend, item.messages, item.tools, settings)
+            done += 1
+            if on_item is not None:
+                on_item(done, len(items))
+            return {"chosen": item.chosen, **read_first_turn(item, response)}
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+    readings = asyncio.run(read_all())
+    hits = [r["outcome"] == "right" for r in readings]
+    outcomes = Counter(r["outcome"] for r in readings)
+    quoted = [r for r in readings if "quote" in r]
+    confusions = Counter((r["chosen"], _what_was_called(r)) for r in readings if r["outcome"] != "right")
+    chance = sum(1 / len(i.options) for i in items) / len(items) if items else 0.0
+    return {
+        "rows": len(items),
+        "correct": sum(hits),
+        "share": round(sum(hits) / len(items), 3) if items else 0.0,
+        "chance": round(chance, 3),
+        "dataset_rows": dataset_rows,
+        "without_choice": skipped,
+        "outcomes": {k: outcomes.get(k, 0) for k in GREEDY_OUTCOMES},
+        "quotes": {
+            "rows": len(quoted),
+            **{k: sum(r[k] for r in quoted) for k in ("quote_in_listing", "quote_names_call", "quote_right")},
+        },
+        "confusions": [{"chosen": a, "called": b, "rows": k} for (a, b), k in confusions.most_common(5)],
+        **({"by_name": _by_name(items, hits, shipped_names)} if shipped_names is not None else {}),
+        "readings": readings,
+    }
+
+
+def _what_was_called(reading: dict[str, Any]) -> str:
+    """A wrong reading in a word: the option called, or the tool called instead, or no call."""
+    if reading["called"] is not None:
+        return reading["called"]
+    return f"{reading['tool']}()" if reading["tool"] else "(no call)"

@@ -3,7 +3,8 @@
 - ``model list`` shows every shipped model (``shipped:<name>``) with the scores its
   ``SHIPPED.json`` records, and which model a command uses when no ``--model`` is given, and why;
 - ``model ship --study experiments/<id> --arm hat`` copies a finished arm's model into the package;
-- ``model probe MODEL --data DIR`` measures a checkpoint's skill choice under teacher forcing.
+- ``model probe MODEL --data DIR`` measures a checkpoint's skill choice under teacher forcing, or
+  (``--greedy``) any model's, served ones included, from the first turn it writes.
 
 The ``model`` group itself (and ``model init``) is defined with ``run`` and ``serve``.
 """
@@ -18,7 +19,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .common import JsonOpt, checkpoint_folder, resolve_harness_path
+from .common import ApiBaseOpt, ApiKeyEnvOpt, JsonOpt, checkpoint_folder, resolve_harness_path
 from .output import CLIError, cli_errors, err, out, print_json
 from .run_cmds import model_app
 
@@ -135,7 +136,13 @@ def model_ship(
 
 
 def model_probe(
-    model: Annotated[str, typer.Argument(help="A checkpoint: a folder, local:PATH or shipped:NAME.")],
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="A checkpoint: a folder, local:PATH or shipped:NAME; with --greedy also a served model "
+            "(a litellm string such as openai/<name>)."
+        ),
+    ],
     data: Annotated[
         Path, typer.Option("--data", "-d", help="A dataset folder from `augment --trajectories` (or a .jsonl file).")
     ],
@@ -151,33 +158,62 @@ def model_probe(
             "their skill keeps its shipped name or was renamed.",
         ),
     ] = None,
+    greedy: Annotated[
+        bool,
+        typer.Option(
+            "--greedy",
+            help="Read the choice from the first turn the model writes (greedy) instead of its "
+            "probabilities: which skill it calls, or what it does instead.",
+        ),
+    ] = False,
+    api_base: ApiBaseOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="With --greedy: most tokens of the first turn.")
+    ] = 128,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="With --greedy: turns in flight at once.")] = 8,
     as_json: JsonOpt = False,
 ) -> None:
-    """The skill choice alone: on dataset rows, does the model give the row's own skill the
-    highest probability after the viewer's message (teacher forcing, no sampling)?
+    """The skill choice alone, on dataset rows: after the viewer's message, does the model choose
+    the row's own skill from the listing?
 
-    Tells a choice the model has not learned (near chance) from one it makes but loses in
-    generation (high here, low in `eval`). Rows whose first reply makes no choice from a listing
-    (a direct answer) are counted and left out."""
+    By default under teacher forcing (no sampling): does the model give the row's own option the
+    highest probability? That tells a choice the model has not learned (near chance) from one it
+    makes but loses in generation (high here, low in `eval`). With --greedy, from the first turn
+    the model writes: the row's skill, another listed one, a name no listing holds, another tool,
+    or no call — for any model, served ones included. Rows whose replies call no tool that chooses
+    from a listing are counted and left out."""
     from harnessctl.progress import progress_bars
 
     with cli_errors():
         if split not in ("train", "validation"):
             raise CLIError(f"--split: expected train or validation, got {split!r}")
+        if not greedy:
+            for name, value in (("--api-base", api_base), ("--api-key-env", api_key_env)):
+                if value is not None:
+                    raise CLIError(
+                        f"{name} goes with --greedy: teacher forcing reads a checkpoint's probabilities, "
+                        "in process; add --greedy to ask a served model"
+                    )
         try:
             from trainer.common import TrainError
             from trainer.data import read_chat_rows
-            from trainer.probes import skill_choice_probe
+            from trainer.probes import greedy_choice_probe, skill_choice_probe
         except ImportError as e:
             raise CLIError(
                 f"the probe needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
             ) from None
-        folder = checkpoint_folder(model)
-        if not (Path(folder) / "config.json").is_file():
-            raise CLIError(
-                f"{model}: not a checkpoint folder (no config.json); the probe reads a checkpoint's "
-                "probabilities: pass a folder, local:PATH or shipped:NAME"
-            )
+        backend, folder = None, None
+        if greedy:
+            backend = _probe_backend(model, api_base, api_key_env)
+        else:
+            folder = checkpoint_folder(model)
+            if not (Path(folder) / "config.json").is_file():
+                raise CLIError(
+                    f"{model}: not a checkpoint folder (no config.json); the probe reads a checkpoint's "
+                    "probabilities: pass a folder, local:PATH or shipped:NAME, or add --greedy to read "
+                    "a served model's turns"
+                )
         try:
             dataset = read_chat_rows(data, split)
         except TrainError as e:
@@ -188,36 +224,91 @@ def model_probe(
 
             shipped_names = {skill.name for skill in load_harness(resolve_harness_path(harness)).skills}
         with progress_bars("probe", enabled=not as_json, console=err) as update:
-            result = skill_choice_probe(
-                folder,
-                rows=dataset,
-                n=rows,
-                seed=seed,
-                on_item=lambda done, total: update("probe", done, total),
-                shipped_names=shipped_names,
-            )
+            common = {
+                "rows": dataset,
+                "n": rows,
+                "seed": seed,
+                "on_item": lambda done, total: update("probe", done, total),
+                "shipped_names": shipped_names,
+            }
+            if greedy:
+                from harnessctl.models.base import ModelError
+
+                try:
+                    result = greedy_choice_probe(backend, max_tokens=max_tokens, jobs=jobs, **common)
+                except ModelError as e:
+                    raise CLIError(f"{model}: {e}") from None
+            else:
+                result = skill_choice_probe(folder, **common)
         if not result["rows"]:
             rows_of = f"{split}.jsonl" if Path(data).is_dir() else "it"
-            raise CLIError(f"--data {data}: no row of {rows_of} makes a choice from a listing in its first reply")
+            raise CLIError(f"--data {data}: no row of {rows_of} makes a choice from a listing")
     # A file is read whatever --split says: then the split is the file's, not a side of a dataset.
     read_split = split if Path(data).is_dir() else None
-    result = {"model": model, "data": str(data), "split": read_split, **result}
+    result = {"model": model, "data": str(data), "split": read_split, "reading": _reading(greedy), **result}
     if as_json:
         print_json(result)
         return
+    how = "in greedy first turns" if greedy else "under teacher forcing"
     out.print(
-        f"skill choice under teacher forcing: [bold]{result['correct']} of {result['rows']}[/] rows "
+        f"skill choice {how}: [bold]{result['correct']} of {result['rows']}[/] rows "
         f"({result['share']:.2f}; chance {result['chance']:.2f}) · {escape(str(data))}"
         + (f" ({read_split})" if read_split else "")
     )
     if result["without_choice"]:
         out.print(
-            f"[dim]{result['without_choice']} of the {result['dataset_rows']} rows answer without a choice "
-            "from a listing first: left out[/]"
+            f"[dim]{result['without_choice']} of the {result['dataset_rows']} rows call no tool that chooses "
+            "from a listing: left out[/]"
         )
     for kind, label in (("shipped", "the skill keeps its shipped name"), ("renamed", "a variant renamed it")):
         part = result.get("by_name", {}).get(kind)
         if part and part["rows"]:
             out.print(f"  {label}: {part['correct']} of {part['rows']} ({part['correct'] / part['rows']:.2f})")
+    if greedy:
+        _print_greedy(result)
     for c in result["confusions"]:
-        out.print(f"  {escape(c['chosen'])} → {escape(c['picked'])}: {c['rows']} rows")
+        out.print(f"  {escape(c['chosen'])} → {escape(c.get('picked') or c.get('called'))}: {c['rows']} rows")
+
+
+def _reading(greedy: bool) -> str:
+    return "greedy" if greedy else "teacher_forcing"
+
+
+def _probe_backend(model: str, api_base: str | None, api_key_env: str | None) -> Any:
+    """The backend --greedy asks; the oracle has no turn to probe (it reads a case's answer key,
+    and dataset rows carry none)."""
+    from harnessctl.models.base import ModelError
+    from harnessctl.models.registry import ORACLE, ORACLE_BLIND, resolve_model
+
+    if model == ORACLE or model.split(":")[0] == ORACLE_BLIND:
+        raise CLIError(
+            f"{model}: the probe asks a model; the reference policies read a case's answer key, "
+            "which dataset rows do not carry: pass a checkpoint or a served model"
+        )
+    try:
+        return resolve_model(model, api_base=api_base, api_key_env=api_key_env)
+    except ModelError as e:
+        raise CLIError(str(e)) from None
+
+
+#: How the greedy report words each outcome that is not the row's own option.
+_OUTCOME_WORDS = {
+    "other_option": "another listed skill",
+    "unlisted": "a name the listing does not hold",
+    "other_tool": "another tool first",
+    "unknown_tool": "a tool no listing holds",
+    "no_call": "no call",
+}
+
+
+def _print_greedy(result: dict[str, Any]) -> None:
+    wrong = [f"{_OUTCOME_WORDS[k]} {n}" for k, n in result["outcomes"].items() if k in _OUTCOME_WORDS and n]
+    if wrong:
+        out.print("  instead: " + " · ".join(wrong))
+    quotes = result["quotes"]
+    if quotes["rows"]:
+        out.print(
+            f"  opened with a quoted catalog line in {quotes['rows']}: a line of the listing in "
+            f"{quotes['quote_in_listing']}, the row's own line in {quotes['quote_right']}, "
+            f"the call takes the quoted name in {quotes['quote_names_call']}"
+        )

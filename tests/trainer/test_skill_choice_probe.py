@@ -12,7 +12,17 @@ from typer.testing import CliRunner
 
 from harnessctl.cli.main import app
 from trainer.data import read_chat_rows
-from trainer.probes import _with_choice, choice_items, option_logprobs, skill_choice_probe
+from trainer.probes import (
+    GREEDY_OUTCOMES,
+    ChoiceItem,
+    _with_choice,
+    choice_items,
+    greedy_choice_probe,
+    option_logprobs,
+    probe_items,
+    read_first_turn,
+    skill_choice_probe,
+)
 
 runner = CliRunner()
 
@@ -155,3 +165,162 @@ def test_on_rows_that_quote_the_skill_each_option_is_scored_with_its_own_quoted_
             assert json.loads(turn["tool_calls"][0]["function"]["arguments"])[item.parameter] == option
         unchanged = _with_choice(item.turn, item.parameter, item.chosen, listing)
         assert unchanged["content"] == item.turn["content"]  # the row's own option: the row as written
+
+
+def test_a_greeting_answered_before_the_question_is_context_not_a_row_without_a_choice():
+    """A third of the simulator's cases open with a greeting the assistant answers without a call;
+    the choice is the turn that answers the viewer's question after it."""
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "fetch_guide",
+                "parameters": {"type": "object", "properties": {"id": {"type": "string", "enum": ["a", "b"]}}},
+            },
+        }
+    ]
+    call = {"type": "function", "function": {"name": "fetch_guide", "arguments": '{"id": "b"}'}}
+    messages = [
+        {"role": "system", "content": "- say hello : a\n- tell prices : b"},
+        {"role": "user", "content": "hi!"},
+        {"role": "assistant", "content": "Hi, welcome to the show!"},
+        {"role": "user", "content": "how much is it?"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    items, without = choice_items([{"messages": messages, "tools": tools}])
+    assert without == 0 and items[0].chosen == "b" and items[0].options == ["a", "b"]
+    assert items[0].messages == messages[:4]  # the greeting and its answer stay in the context
+    direct = [*messages[:2], {"role": "assistant", "content": "Hi there!"}]
+    assert choice_items([{"messages": direct, "tools": tools}]) == ([], 1)
+
+
+def _quote_item() -> ChoiceItem:
+    tools = [
+        {"type": "function", "function": {"name": "fetch_guide", "parameters": {"type": "object", "properties": {}}}},
+        {"type": "function", "function": {"name": "check_stock", "parameters": {"type": "object", "properties": {}}}},
+    ]
+    turn = {"content": "", "tool_calls": [{"function": {"name": "fetch_guide", "arguments": '{"id": "pay_b"}'}}]}
+    messages = [{"role": "system", "content": "Guides:\n- say hello : hello_a\n- tell prices : pay_b"}]
+    return ChoiceItem(
+        [*messages, {"role": "user", "content": "price?"}], tools, turn, "id", ["hello_a", "pay_b"], "pay_b"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "calls", "expected"),
+    [
+        ("", [("fetch_guide", {"id": "pay_b"})], {"outcome": "right", "called": "pay_b"}),
+        ("", [("fetch_guide", {"id": "hello_a"})], {"outcome": "other_option", "called": "hello_a"}),
+        ("", [("fetch_guide", {"id": "explain_price"})], {"outcome": "unlisted", "called": "explain_price"}),
+        ("", [("fetch_guide", None)], {"outcome": "unlisted", "called": None}),
+        ("", [("check_stock", {})], {"outcome": "other_tool", "tool": "check_stock"}),
+        ("", [("load_skill", {"id": "pay_b"})], {"outcome": "unknown_tool", "tool": "load_skill", "called": None}),
+        ("It is $12!", [], {"outcome": "no_call", "tool": None}),
+        (
+            "<think>tell prices : pay_b</think>",
+            [("fetch_guide", {"id": "pay_b"})],
+            {"quote_in_listing": True, "quote_right": True, "quote_names_call": True},
+        ),
+        (
+            "<think>tell prices : explain_price</think>",  # the line, with the name learned by heart
+            [("fetch_guide", {"id": "explain_price"})],
+            {"outcome": "unlisted", "quote_in_listing": False, "quote_right": False, "quote_names_call": True},
+        ),
+        (
+            "<think>say hello : hello_a</think>",  # a real line, the wrong one, and a call that ignores it
+            [("fetch_guide", {"id": "pay_b"})],
+            {"outcome": "right", "quote_in_listing": True, "quote_right": False, "quote_names_call": False},
+        ),
+    ],
+)
+def test_a_written_first_turn_is_read_as_what_it_did_with_the_choice(content, calls, expected):
+    from harnessctl.models.types import ModelResponse, ToolCall
+
+    response = ModelResponse(content=content, tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
+    reading = read_first_turn(_quote_item(), response)
+    assert reading["outcome"] in GREEDY_OUTCOMES
+    assert {k: reading.get(k) for k in expected} == expected
+    assert ("quote" in reading) == content.startswith("<think>")
+
+
+class _Answers:
+    """A backend that calls the listing's first option on every row (right only where that is the
+    row's choice) and, on rows whose viewer message has an even length, the shipped loader name."""
+
+    name = "scripted"
+
+    def generate(self, messages, tools, settings):
+        from harnessctl.models.types import ModelResponse, ToolCall
+
+        assert settings.temperature == 0.0  # greedy
+        if len(messages[-1]["content"]) % 2 == 0:
+            return ModelResponse(tool_calls=[ToolCall(name="not_a_listed_tool", arguments={})])
+        tool = next(t["function"] for t in tools if "enum" in str(t["function"].get("parameters")))
+        (parameter, schema), *_ = [(p, s) for p, s in tool["parameters"]["properties"].items() if "enum" in s]
+        return ModelResponse(tool_calls=[ToolCall(name=tool["name"], arguments={parameter: schema["enum"][0]})])
+
+    def for_episode(self, case, harness):
+        return self
+
+
+def test_the_greedy_probe_counts_what_each_first_turn_did(trajectories_dir):
+    rows = read_chat_rows(trajectories_dir)
+    items, _, _ = probe_items(rows, n=30, seed=0)
+    report = greedy_choice_probe(_Answers(), rows=rows, n=30, jobs=4)
+    odd = [i for i in items if len(i.messages[-1]["content"]) % 2]
+    right = sum(i.chosen == i.options[0] for i in odd)
+    assert report["rows"] == len(items) == len(report["readings"])
+    assert report["correct"] == report["outcomes"]["right"] == right
+    assert report["outcomes"]["other_option"] == len(odd) - right
+    assert report["outcomes"]["unknown_tool"] == len(items) - len(odd) > 0
+    assert sum(report["outcomes"].values()) == report["rows"] and report["quotes"]["rows"] == 0
+    # the same rows as teacher forcing reads, in the same order
+    assert [r["chosen"] for r in report["readings"]] == [i.chosen for i in items]
+
+
+def test_greedy_from_the_command_line_in_process_and_served_read_the_same_turns(fixed_rows_dir, tmp_path):
+    """--greedy asks any model: the shipped checkpoint in process, and the same checkpoint behind
+    the embedded server through litellm, write the same greedy turns."""
+    from harnessctl.models.registry import resolve_model
+    from harnessctl.models.server import EmbeddedServer
+
+    probe = ["model", "probe", "--data", str(fixed_rows_dir), "--rows", "12", "--greedy", "--json"]
+    res = runner.invoke(app, [*probe[:2], "shipped:fixed-sft-1600", *probe[2:]])
+    assert res.exit_code == 0, res.output
+    local = json.loads(res.stdout)
+    assert local["reading"] == "greedy" and local["rows"] == 12
+    assert sum(local["outcomes"].values()) == 12 and local["correct"] == local["outcomes"]["right"] >= 6
+
+    server = EmbeddedServer(resolve_model("shipped:fixed-sft-1600"), model_name="fixed").start()
+    try:
+        res = runner.invoke(app, [*probe[:2], "openai/fixed", *probe[2:], "--api-base", server.url])
+        assert res.exit_code == 0, res.output
+        served = json.loads(res.stdout)
+        text = runner.invoke(
+            app,
+            [
+                "model",
+                "probe",
+                "openai/fixed",
+                "--data",
+                str(fixed_rows_dir),
+                "--rows",
+                "6",
+                "--greedy",
+                "--api-base",
+                server.url,
+            ],
+        )
+    finally:
+        server.stop()
+    assert served["readings"] == local["readings"]
+    assert text.exit_code == 0 and "skill choice in greedy first turns:" in text.stdout
+
+    for args, message in (
+        (["shipped:fixed-sft-1600", "--api-base", "http://127.0.0.1:9/v1"], "--api-base goes with --greedy"),
+        (["oracle", "--greedy"], "answer key"),
+        (["shipped:nope", "--greedy"], "nope"),
+    ):
+        res = runner.invoke(app, ["model", "probe", *args, "--data", str(fixed_rows_dir)])
+        assert res.exit_code == 2, (args, res.output)
+        assert message in res.stderr and "Traceback" not in res.output
