@@ -369,13 +369,17 @@ def greedy_choice_probe(
     jobs: int = 8,
     on_item: Any = None,
     shipped_names: Collection[str] | None = None,
+    shipped_loader: str | None = None,
 ) -> dict[str, Any]:
     """The same decisions as :func:`skill_choice_probe`, read from what the model writes: its
     greedy first turn after the viewer's message (``backend`` is any model backend — a checkpoint
     in process, a served model through litellm), ``jobs`` turns in flight at once. Where teacher
     forcing asks which option the model finds likeliest, this asks what it does — call the row's
     skill, another, a name no listing holds, or answer without a call — and, on quoting data,
-    whether its quote is a line of the listing at all.
+    whether its quote is a line of the listing at all. With ``shipped_loader`` (the shipped
+    harness's skill-loader name), ``loader`` counts the rows whose first call goes to the row's own
+    loader, split by whether the row's variant kept that name or renamed it: a model that calls
+    the shipped name by heart calls no listed tool where it was renamed.
 
     >>> from harnessctl.models.registry import resolve_model
     >>> greedy_choice_probe(resolve_model("shipped:hat"), rows=read_chat_rows("data/hsa", "validation"))  # doctest: +SKIP
@@ -422,8 +426,21 @@ def greedy_choice_probe(
         },
         "confusions": [{"chosen": a, "called": b, "rows": k} for (a, b), k in confusions.most_common(5)],
         **({"by_name": _by_name(items, hits, shipped_names)} if shipped_names is not None else {}),
+        **({"loader": _by_loader(items, readings, shipped_loader)} if shipped_loader is not None else {}),
         "readings": readings,
     }
+
+
+def _by_loader(items: list[ChoiceItem], readings: list[dict[str, Any]], shipped_loader: str) -> dict[str, Any]:
+    """Rows, and rows whose first call went to the row's own loader, among the rows whose loader
+    keeps its shipped name and among the renamed."""
+    split = {"kept": {"rows": 0, "called": 0}, "renamed": {"rows": 0, "called": 0}}
+    for item, reading in zip(items, readings):
+        loader = item.turn["tool_calls"][0]["function"]["name"]
+        part = split["kept" if loader == shipped_loader else "renamed"]
+        part["rows"] += 1
+        part["called"] += reading["tool"] == loader
+    return split
 
 
 def _what_was_called(reading: dict[str, Any]) -> str:

@@ -155,7 +155,7 @@ def model_probe(
             "--harness",
             "-H",
             help="The shipped harness the data's variants came from: splits the rows by whether "
-            "their skill keeps its shipped name or was renamed.",
+            "their skill keeps its shipped name or was renamed (with --greedy, their skill loader too).",
         ),
     ] = None,
     greedy: Annotated[
@@ -218,11 +218,13 @@ def model_probe(
             dataset = read_chat_rows(data, split)
         except TrainError as e:
             raise CLIError(str(e)) from None
-        shipped_names = None
+        shipped_names, shipped_loader = None, None
         if harness is not None:
             from harnessctl.harness.loader import load_harness
 
-            shipped_names = {skill.name for skill in load_harness(resolve_harness_path(harness)).skills}
+            shipped = load_harness(resolve_harness_path(harness))
+            shipped_names = {skill.name for skill in shipped.skills}
+            shipped_loader = shipped.skill_loader.name
         with progress_bars("probe", enabled=not as_json, console=err) as update:
             common = {
                 "rows": dataset,
@@ -235,7 +237,9 @@ def model_probe(
                 from harnessctl.models.base import ModelError
 
                 try:
-                    result = greedy_choice_probe(backend, max_tokens=max_tokens, jobs=jobs, **common)
+                    result = greedy_choice_probe(
+                        backend, max_tokens=max_tokens, jobs=jobs, shipped_loader=shipped_loader, **common
+                    )
                 except ModelError as e:
                     raise CLIError(f"{model}: {e}") from None
             else:
@@ -305,6 +309,10 @@ def _print_greedy(result: dict[str, Any]) -> None:
     wrong = [f"{_OUTCOME_WORDS[k]} {n}" for k, n in result["outcomes"].items() if k in _OUTCOME_WORDS and n]
     if wrong:
         out.print("  instead: " + " · ".join(wrong))
+    for kind, label in (("kept", "keeps its shipped name"), ("renamed", "was renamed")):
+        part = result.get("loader", {}).get(kind)
+        if part and part["rows"]:
+            out.print(f"  the first call goes to the skill loader where it {label}: {part['called']} of {part['rows']}")
     quotes = result["quotes"]
     if quotes["rows"]:
         out.print(

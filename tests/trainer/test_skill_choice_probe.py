@@ -266,7 +266,7 @@ class _Answers:
 def test_the_greedy_probe_counts_what_each_first_turn_did(trajectories_dir):
     rows = read_chat_rows(trajectories_dir)
     items, _, _ = probe_items(rows, n=30, seed=0)
-    report = greedy_choice_probe(_Answers(), rows=rows, n=30, jobs=4)
+    report = greedy_choice_probe(_Answers(), rows=rows, n=30, jobs=4, shipped_loader="load_skill")
     odd = [i for i in items if len(i.messages[-1]["content"]) % 2]
     right = sum(i.chosen == i.options[0] for i in odd)
     assert report["rows"] == len(items) == len(report["readings"])
@@ -274,6 +274,12 @@ def test_the_greedy_probe_counts_what_each_first_turn_did(trajectories_dir):
     assert report["outcomes"]["other_option"] == len(odd) - right
     assert report["outcomes"]["unknown_tool"] == len(items) - len(odd) > 0
     assert sum(report["outcomes"].values()) == report["rows"] and report["quotes"]["rows"] == 0
+    # the loader split: every odd row calls its own loader, whatever the variant named it
+    loader = report["loader"]
+    renamed = [i for i in items if i.turn["tool_calls"][0]["function"]["name"] != "load_skill"]
+    assert loader["renamed"]["rows"] == len(renamed) and loader["kept"]["rows"] == len(items) - len(renamed)
+    assert loader["renamed"]["called"] == sum(i in odd for i in renamed)
+    assert loader["kept"]["called"] + loader["renamed"]["called"] == len(odd)
     # the same rows as teacher forcing reads, in the same order
     assert [r["chosen"] for r in report["readings"]] == [i.chosen for i in items]
 
