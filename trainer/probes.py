@@ -13,7 +13,9 @@ listing. The prompts use a seed no corpus row is drawn with.
 
 The skill-choice probe (:func:`skill_choice_probe`, ``harnessctl model probe``) asks, on rows of an
 SFT dataset, which option of the first listing-backed call (the skill loader's) the model gives the
-highest probability after the viewer's message, under teacher forcing.
+highest probability after the viewer's message, under teacher forcing; its greedy reading
+(:func:`greedy_choice_probe`, ``model probe --greedy``) reads the same decisions from the first
+turn any model backend writes, served models included.
 """
 
 from __future__ import annotations
