@@ -112,6 +112,11 @@ class ChoiceItem:
     options: list[str]
     chosen: str
 
+    @property
+    def tool(self) -> str:
+        """The name the row's listing gives the tool that makes the choice (the skill loader)."""
+        return self.turn["tool_calls"][0]["function"]["name"]
+
 
 def choice_items(rows: list[dict[str, Any]]) -> tuple[list[ChoiceItem], int]:
     """The first decision of each row that makes one from a listing: the first tool call of its
@@ -176,7 +181,7 @@ def _with_choice(turn: dict[str, Any], parameter: str, option: str, listing: str
     content = turn.get("content") or ""
     quoted = _QUOTE.fullmatch(content)
     if quoted and quoted.group(2) == chosen:
-        line = next((x[2:] for x in listing.splitlines() if x.startswith("- ") and x.endswith(f" : {option}")), None)
+        line = next((x for x in catalog_lines(listing) if x.endswith(f" : {option}")), None)
         if line is not None:
             content = f"<think>{line}{quoted.group(3)}</think>"
     return {**turn, "content": content, "tool_calls": calls}
@@ -196,6 +201,15 @@ def quoted_line(content: str) -> str | None:
     think = re.match(r"<think>.*?</think>", content or "", flags=re.S)
     quoted = _QUOTE.fullmatch(think.group(0)) if think else None
     return f"{quoted.group(1)} : {quoted.group(2)}" if quoted else None
+
+
+def catalog_lines(listing: str) -> list[str]:
+    """The bulleted lines of a system prompt's skill catalog, bullets dropped.
+
+    >>> catalog_lines("Skills:\\n- tell prices : pay_a\\n- ship things : ship_b")
+    ['tell prices : pay_a', 'ship things : ship_b']
+    """
+    return [line[2:] for line in listing.splitlines() if line.startswith("- ")]
 
 
 def _system_text(messages: list[dict[str, Any]]) -> str:
@@ -292,12 +306,24 @@ def skill_choice_probe(
             confusions[(item.chosen, picked)] += 1
         if on_item is not None:
             on_item(done, len(items))
-    correct = sum(hits)
+    return _choice_summary(items, hits, confusions, skipped, dataset_rows, shipped_names)
+
+
+def _choice_summary(
+    items: list[ChoiceItem],
+    hits: list[bool],
+    confusions: Counter,
+    skipped: int,
+    dataset_rows: int,
+    shipped_names: Collection[str] | None,
+) -> dict[str, Any]:
+    """What both readings of the probe report: rows, hits, chance, the commonest confusions
+    (``chosen`` → ``picked``) and, with ``shipped_names``, the kept/renamed split."""
     chance = sum(1 / len(i.options) for i in items) / len(items) if items else 0.0
     return {
         "rows": len(items),
-        "correct": correct,
-        "share": round(correct / len(items), 3) if items else 0.0,
+        "correct": sum(hits),
+        "share": round(sum(hits) / len(items), 3) if items else 0.0,
         "chance": round(chance, 3),
         "dataset_rows": dataset_rows,
         "without_choice": skipped,
@@ -336,13 +362,12 @@ def read_first_turn(item: ChoiceItem, response: Any) -> dict[str, Any]:
     >>> read_first_turn(item, ModelResponse("<think>tell prices : pay_a</think>", [ToolCall("load", {"name": "pay_a"})]))
     {'outcome': 'right', 'tool': 'load', 'called': 'pay_a', 'quote': 'tell prices : pay_a', 'quote_in_listing': True, 'quote_names_call': True, 'quote_right': True}
     """
-    loader = item.turn["tool_calls"][0]["function"]["name"]
     listed = {t.get("function", {}).get("name") for t in item.tools}
     call = response.tool_calls[0] if response.tool_calls else None
     called = None
     if call is None:
         outcome = "no_call"
-    elif call.name == loader:
+    elif call.name == item.tool:
         called = (call.arguments or {}).get(item.parameter)
         called = called if isinstance(called, str) else None
         outcome = "right" if called == item.chosen else "other_option" if called in item.options else "unlisted"
@@ -351,10 +376,9 @@ def read_first_turn(item: ChoiceItem, response: Any) -> dict[str, Any]:
     reading: dict[str, Any] = {"outcome": outcome, "tool": call.name if call else None, "called": called}
     quote = quoted_line(response.content)
     if quote is not None:
-        lines = {line[2:] for line in _system_text(item.messages).splitlines() if line.startswith("- ")}
         reading.update(
             quote=quote,
-            quote_in_listing=quote in lines,
+            quote_in_listing=quote in catalog_lines(_system_text(item.messages)),
             quote_names_call=called is not None and quote.endswith(f" : {called}"),
             quote_right=quote.endswith(f" : {item.chosen}"),
         )
@@ -413,21 +437,13 @@ def greedy_choice_probe(
     outcomes = Counter(r["outcome"] for r in readings)
     quoted = [r for r in readings if "quote" in r]
     confusions = Counter((r["chosen"], _what_was_called(r)) for r in readings if r["outcome"] != "right")
-    chance = sum(1 / len(i.options) for i in items) / len(items) if items else 0.0
     return {
-        "rows": len(items),
-        "correct": sum(hits),
-        "share": round(sum(hits) / len(items), 3) if items else 0.0,
-        "chance": round(chance, 3),
-        "dataset_rows": dataset_rows,
-        "without_choice": skipped,
+        **_choice_summary(items, hits, confusions, skipped, dataset_rows, shipped_names),
         "outcomes": {k: outcomes.get(k, 0) for k in GREEDY_OUTCOMES},
         "quotes": {
             "rows": len(quoted),
             **{k: sum(r[k] for r in quoted) for k in ("quote_in_listing", "quote_names_call", "quote_right")},
         },
-        "confusions": [{"chosen": a, "called": b, "rows": k} for (a, b), k in confusions.most_common(5)],
-        **({"by_name": _by_name(items, hits, shipped_names)} if shipped_names is not None else {}),
         **({"loader": _by_loader(items, readings, shipped_loader)} if shipped_loader is not None else {}),
         "readings": readings,
     }
@@ -438,10 +454,9 @@ def _by_loader(items: list[ChoiceItem], readings: list[dict[str, Any]], shipped_
     keeps its shipped name and among the renamed."""
     split = {"kept": {"rows": 0, "called": 0}, "renamed": {"rows": 0, "called": 0}}
     for item, reading in zip(items, readings):
-        loader = item.turn["tool_calls"][0]["function"]["name"]
-        part = split["kept" if loader == shipped_loader else "renamed"]
+        part = split["kept" if item.tool == shipped_loader else "renamed"]
         part["rows"] += 1
-        part["called"] += reading["tool"] == loader
+        part["called"] += reading["tool"] == item.tool
     return split
 
 

@@ -249,7 +249,13 @@ def model_probe(
             raise CLIError(f"--data {data}: no row of {rows_of} makes a choice from a listing")
     # A file is read whatever --split says: then the split is the file's, not a side of a dataset.
     read_split = split if Path(data).is_dir() else None
-    result = {"model": model, "data": str(data), "split": read_split, "reading": _reading(greedy), **result}
+    result = {
+        "model": model,
+        "data": str(data),
+        "split": read_split,
+        "reading": "greedy" if greedy else "teacher_forcing",
+        **result,
+    }
     if as_json:
         print_json(result)
         return
@@ -271,11 +277,7 @@ def model_probe(
     if greedy:
         _print_greedy(result)
     for c in result["confusions"]:
-        out.print(f"  {escape(c['chosen'])} → {escape(c.get('picked') or c.get('called'))}: {c['rows']} rows")
-
-
-def _reading(greedy: bool) -> str:
-    return "greedy" if greedy else "teacher_forcing"
+        out.print(f"  {escape(c['chosen'])} → {escape(c['picked'])}: {c['rows']} rows")
 
 
 def _probe_backend(model: str, api_base: str | None, api_key_env: str | None) -> Any:
