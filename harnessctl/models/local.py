@@ -18,13 +18,16 @@ True
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harnessctl.models._quiet import quiet_transformers
+from harnessctl.models.adapters import is_adapter, load_adapter_model
 from harnessctl.models.base import GenerationSettings, ModelError
 from harnessctl.models.batching import GATHER_S, BatchStats, RequestBatcher
 from harnessctl.models.toolcall_text import parse_tool_calls
@@ -33,8 +36,13 @@ from harnessctl.models.types import ModelResponse
 PREFIX = "local:"
 #: The shortest prefix shared by a batch's prompts that is computed once for all of them.
 MIN_SHARED_PREFIX = 64
+#: Memory the prefix cache may hold (MiB), unless told otherwise: about 20 full prompts of a
+#: 135 M-parameter model (46 KB per token in float32), thousands of the tiny model's.
+DEFAULT_PREFIX_CACHE_MB = 1024
+THREADS_ENV = "HARNESSCTL_THREADS"
 #: Markers kept in decoded text even when a tokenizer lists them as special.
-_KEEP = frozenset({"<tool_call>", "</tool_call>", "<think>", "</think>"})
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+_KEEP = frozenset({TOOL_CALL_OPEN, TOOL_CALL_CLOSE, "<think>", "</think>"})
 
 
 class ContextLengthError(ModelError):
@@ -65,6 +73,8 @@ class LocalModel:
         return_logprobs: bool = True,
         max_batch: int = 16,
         gather_s: float = GATHER_S,
+        prefix_cache_mb: int | None = None,
+        threads: int | None = None,
     ):
         path = local_path(spec)
         self.name = f"{PREFIX}{path}"
@@ -72,9 +82,11 @@ class LocalModel:
         self.return_logprobs = return_logprobs
         if not path.is_dir():
             raise ModelError(f"{self.name}: no such model folder (build one with `harnessctl model init --out {path}`)")
-        if not (path / "config.json").is_file():
+        adapter = is_adapter(path)
+        if not adapter and not (path / "config.json").is_file():
             raise ModelError(
-                f"{self.name}: not a model folder (no config.json); expected a save_pretrained() checkpoint"
+                f"{self.name}: not a model folder (no config.json or adapter_config.json); expected a "
+                "save_pretrained() checkpoint or an adapter written by `harnessctl train`"
             )
         try:
             import torch
@@ -83,12 +95,18 @@ class LocalModel:
             raise ModelError(
                 f"{self.name}: the embedded backend needs torch and transformers ({e}); install harnessctl[train]"
             ) from None
+        set_threads(threads)
+        torch_dtype = getattr(torch, dtype) if dtype else (torch.float32 if adapter else None)
         try:
             with quiet_transformers():
-                self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-                self.model = AutoModelForCausalLM.from_pretrained(
-                    path, local_files_only=True, dtype=getattr(torch, dtype) if dtype else None
-                ).to(device)
+                if adapter:
+                    self.model, self.tokenizer = load_adapter_model(path, dtype=torch_dtype)
+                    self.model.to(device)
+                else:
+                    self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+                    self.model = AutoModelForCausalLM.from_pretrained(
+                        path, local_files_only=True, dtype=torch_dtype
+                    ).to(device)
         except (OSError, ValueError) as e:
             raise ModelError(f"{self.name}: cannot load the checkpoint: {_first_line(e)}") from None
         if not self.tokenizer.chat_template:
@@ -104,6 +122,11 @@ class LocalModel:
         self._pad_id = self.tokenizer.pad_token_id
         #: Prompt tokens a batch did not compute again because its rows share them.
         self.shared_prefix_tokens = 0
+        #: Prompt tokens taken from the prefix cache instead of computed (turns and cases before).
+        self.cached_prefix_tokens = 0
+        budget = DEFAULT_PREFIX_CACHE_MB if prefix_cache_mb is None else prefix_cache_mb
+        self.prefix_cache = PrefixCache(budget * (1 << 20)) if budget > 0 else None
+        self._tool_call_stop = _writes_tool_calls(self.tokenizer)
         self._batcher = RequestBatcher(self._run_batch, max_batch=max_batch, gather_s=gather_s, name="local-model")
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
 
@@ -222,9 +245,11 @@ class LocalModel:
             kwargs["stopping_criteria"] = _row_budgets(budgets, max(len(p) for p in prompts), self.device)
         if len(requests) == 1 and requests[0].on_text is not None:
             kwargs["streamer"] = _text_callback(self.tokenizer, requests[0].on_text)
-        shared = _shared_prefix(prompts) if len(prompts) > 1 else 0
+        shared = _shared_prefix(prompts) if len(prompts) > 1 else _own_prefix(prompts[0])
         # Left padding, after the prefix every prompt shares (the system prompt and tools of an
-        # eval's episodes): that prefix is computed once and its KV cache copied to every row.
+        # eval's episodes): that prefix is computed once, or taken from the prefix cache when an
+        # earlier batch computed it (the same harness, an earlier turn of the same episode), and
+        # its KV cache copied to every row.
         batch = self.tokenizer.pad(
             {"input_ids": [p[shared:] for p in prompts]},
             padding=True,
@@ -237,16 +262,17 @@ class LocalModel:
             torch.manual_seed(settings.seed)
         with torch.inference_mode():
             if shared:
-                from transformers import DynamicCache
-
-                prefix = torch.tensor([prompts[0][:shared]], device=self.device)
-                cache = DynamicCache(config=self.model.config)
-                self.model(input_ids=prefix, cache=cache, use_cache=True, logits_to_keep=1)
-                cache.batch_repeat_interleave(len(prompts))
+                cache = self._prefix_kv(prompts[0][:shared])
+                if len(prompts) > 1:
+                    cache.batch_repeat_interleave(len(prompts))
+                    self.shared_prefix_tokens += shared * (len(prompts) - 1)
                 kwargs["cache"] = cache
+                prefix = torch.tensor([prompts[0][:shared]], device=self.device)
                 input_ids = torch.cat([prefix.expand(len(prompts), -1), input_ids], dim=1)
                 attention_mask = torch.cat([torch.ones_like(input_ids[:, :shared]), attention_mask], dim=1)
-                self.shared_prefix_tokens += shared * (len(prompts) - 1)
+            if self._tool_call_stop:
+                kwargs.setdefault("stopping_criteria", _stopping_list())
+                kwargs["stopping_criteria"].append(_closed_tool_call_criterion(self.tokenizer, input_ids.shape[1]))
             out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         width = input_ids.shape[1]
         steps = out.logits if self.return_logprobs and out.logits else None
@@ -261,11 +287,40 @@ class LocalModel:
             responses.append(self._response(request, prompt, completion, logprobs))
         return responses
 
+    def _prefix_kv(self, tokens: list[int]) -> Any:
+        """A KV cache holding ``tokens``: the longest cached prefix of them, extended by the rest
+        (computed here), and stored back for the batches after."""
+        from transformers import DynamicCache
+
+        torch = self._torch
+        cache = DynamicCache(config=self.model.config)
+        done = 0
+        if self.prefix_cache is not None:
+            done, layers = self.prefix_cache.lookup(tokens)
+            for i, (k, v) in enumerate(layers):
+                cache.update(k, v, i)
+            self.cached_prefix_tokens += done
+        if done < len(tokens):
+            rest = torch.tensor([tokens[done:]], device=self.device)
+            self.model(input_ids=rest, cache=cache, use_cache=True, logits_to_keep=1)
+        if self.prefix_cache is not None and done < len(tokens):
+            # the cache's tensors are replaced, never written in place, as generation appends
+            # (torch.cat): keeping references is enough
+            self.prefix_cache.store(tokens, [(layer.keys, layer.values) for layer in cache.layers])
+        return cache
+
     def _response(
         self, request: _Request, prompt: list[int], completion: list[int], logprobs: list[float] | None
     ) -> ModelResponse:
         stopped = bool(completion) and completion[-1] in self._stop_ids
-        text = self.tokenizer.decode(completion[:-1] if stopped else completion, skip_special_tokens=False)
+        if not stopped and self._tool_call_stop:
+            closed = _closed_tool_calls(self.tokenizer, completion)
+            if closed is not None:  # stopped after its last call, before what followed it
+                completion, stopped = closed, True
+                text = self.tokenizer.decode(completion, skip_special_tokens=False)
+        text = self.tokenizer.decode(
+            completion[:-1] if stopped and completion[-1] in self._stop_ids else completion, skip_special_tokens=False
+        )
         text = _strip_special(text, self.tokenizer)
         content, calls, errors = parse_tool_calls(text)
         finish = "length" if not stopped else ("tool_calls" if calls else "stop")
@@ -310,6 +365,147 @@ def batch_key(settings: GenerationSettings, *, streaming: bool = False) -> tuple
             return None
         return ("sample", settings.temperature, settings.top_p)
     return ("greedy",)
+
+
+def set_threads(threads: int | None) -> int:
+    """Set torch's CPU threads: ``threads``, else ``$HARNESSCTL_THREADS``, else torch's default
+    (one per core). Returns the count in use. On a busy machine fewer threads can be faster."""
+    import torch
+
+    wanted = threads or int(os.environ.get(THREADS_ENV, "0") or 0)
+    if wanted > 0 and torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)
+    return torch.get_num_threads()
+
+
+class PrefixCache:
+    """KV caches of prompt prefixes, keyed by their exact tokens, least recently used dropped first
+    past ``max_bytes`` (the idea of vLLM's automatic prefix caching, for one process).
+
+    A lookup returns the longest stored prefix shared with the tokens asked for (at least
+    :data:`MIN_SHARED_PREFIX`), cut to what they share: the rendered harness of every case under
+    it, and the whole of an episode's earlier turn.
+
+    >>> cache = PrefixCache(max_bytes=1 << 20)
+    >>> cache.lookup(list(range(100)))
+    (0, [])
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = OrderedDict()
+        self._sizes: dict[tuple[int, ...], int] = {}
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def bytes(self) -> int:
+        return sum(self._sizes.values())
+
+    def lookup(self, tokens: list[int]) -> tuple[int, list[tuple[Any, Any]]]:
+        """``(n, layers)``: how many leading ``tokens`` are cached and each layer's (keys, values)
+        cut to them (views, not copies); ``(0, [])`` when no entry shares enough."""
+        best, best_key = 0, None
+        for key in self._entries:
+            n = _common_prefix(key, tokens)
+            if n > best:
+                best, best_key = n, key
+        # one token of the prompt stays to be computed, so a lookup never returns all of it
+        best = min(best, len(tokens))
+        if best_key is None or best < MIN_SHARED_PREFIX:
+            self.misses += 1
+            return 0, []
+        self.hits += 1
+        self._entries.move_to_end(best_key)
+        layers = self._entries[best_key]
+        return best, [(k[..., :best, :], v[..., :best, :]) for k, v in layers]
+
+    def store(self, tokens: list[int], layers: list[tuple[Any, Any]]) -> None:
+        """Keep ``layers`` (one (keys, values) pair per layer, batch of one) as the cache of ``tokens``;
+        an entry that is a prefix of it is replaced."""
+        key = tuple(tokens)
+        for old in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
+            self._drop(old)
+        size = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layers)
+        if size > self.max_bytes:
+            return
+        self._entries[key] = layers
+        self._sizes[key] = size
+        while self.bytes > self.max_bytes and self._entries:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        self._entries.pop(key, None)
+        self._sizes.pop(key, None)
+
+
+def _common_prefix(a: tuple[int, ...] | list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _own_prefix(prompt: list[int]) -> int:
+    """What of a lone prompt goes through the prefix cache: all but its last token (fed to
+    generation), when long enough to be worth it."""
+    return len(prompt) - 1 if len(prompt) - 1 >= MIN_SHARED_PREFIX else 0
+
+
+def _writes_tool_calls(tokenizer: Any) -> bool:
+    """Whether replies are cut after their last tool call (templates that write ``<tool_call>``)."""
+    return "tool_call" in str(getattr(tokenizer, "chat_template", "") or "")
+
+
+def _stopping_list() -> Any:
+    from transformers import StoppingCriteriaList
+
+    return StoppingCriteriaList()
+
+
+def _closed_tool_call_criterion(tokenizer: Any, width: int) -> Any:
+    """A stopping criterion that ends a row once it has closed a tool call and then started
+    anything but another call (a model that goes on writing after its calls: a tool result it
+    invents, prose). The row's tokens after the last call are cut in :meth:`LocalModel._response`."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class ClosedToolCall(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            # only what the row generated: a prompt may end with an earlier turn's call
+            tails = [tokenizer.decode(row[width:][-12:], skip_special_tokens=False) for row in input_ids.tolist()]
+            return torch.tensor([_after_calls(t) for t in tails], device=input_ids.device)
+
+    return ClosedToolCall()
+
+
+def _after_calls(text: str) -> bool:
+    """Whether ``text`` closed a tool call and then began something other than whitespace or
+    another ``<tool_call>``.
+
+    >>> _after_calls('{"a": 1}</tool_call>Sure!'), _after_calls('</tool_call>\n<tool'), _after_calls('</tool_call>')
+    (True, False, False)
+    """
+    end = text.rfind(TOOL_CALL_CLOSE)
+    if end < 0:
+        return False
+    rest = text[end + len(TOOL_CALL_CLOSE) :].lstrip()
+    return bool(rest) and not (TOOL_CALL_OPEN.startswith(rest) or rest.startswith(TOOL_CALL_OPEN))
+
+
+def _closed_tool_calls(tokenizer: Any, completion: list[int]) -> list[int] | None:
+    """The completion cut right after its last ``</tool_call>``, when it went on past it with
+    something else (see :func:`_after_calls`); None otherwise."""
+    text = tokenizer.decode(completion, skip_special_tokens=False)
+    if not _after_calls(text):
+        return None
+    for n in range(len(completion) - 1, 0, -1):
+        if tokenizer.decode(completion[:n], skip_special_tokens=False).rstrip().endswith(TOOL_CALL_CLOSE):
+            head = tokenizer.decode(completion[: n - 1], skip_special_tokens=False)
+            if not head.rstrip().endswith(TOOL_CALL_CLOSE):
+                return completion[:n]
+    return None
 
 
 def _shared_prefix(prompts: list[list[int]]) -> int:

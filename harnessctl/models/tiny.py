@@ -171,7 +171,7 @@ def build_tiny_model(
             "trained": False,
         }
         (staging / BUILD_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
-        _usual_permissions(staging)
+        usual_permissions(staging)
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -181,7 +181,8 @@ def build_tiny_model(
     return report
 
 
-def _usual_permissions(folder: Path) -> None:
+def usual_permissions(folder: Path) -> None:
+    """Give a folder made by mkdtemp (private) and its files the permissions of any file the user writes."""
     # mkdtemp makes a private folder; the model should read like any file the user writes.
     umask = os.umask(0)
     os.umask(umask)
