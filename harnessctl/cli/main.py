@@ -42,6 +42,7 @@ def _root(
 # Command modules, in the order their commands appear in --help.
 COMMAND_MODULES = (
     "harnessctl.cli.validate_cmds",  # init, validate
+    "harnessctl.cli.interchange_cmds",  # import skills|tools, export skills|tools
     "harnessctl.cli.version_cmds",  # show, log, tag, diff
     "harnessctl.cli.run_cmds",  # run, serve, model init
     "harnessctl.cli.model_cmds",  # model list, model ship

@@ -302,6 +302,9 @@ def _skill_changes(a: Skill, b: Skill) -> list[Change]:
             out.append(Change(REORDERED, "skill", b.key, list(a.tools), list(b.tools), field="tools"))
         else:
             out.append(Change(CHANGED, "skill", b.key, list(a.tools), list(b.tools), field="tools"))
+    for f in ("files", "inert_files", "layout", "extra"):  # an imported skill's folder and source fields
+        if getattr(a, f) != getattr(b, f):
+            out.append(Change(CHANGED, "skill", b.key, getattr(a, f), getattr(b, f), field=f))
     return out
 
 
@@ -310,7 +313,7 @@ def _tool_changes(a: Tool, b: Tool) -> list[Change]:
     if a.name != b.name:
         out.append(Change(RENAMED, "tool", b.key, a.name, b.name))
     out += _text_field("tool", b.key, "description", a.description, b.description)
-    for f in ("backend", "timeout_s"):
+    for f in ("backend", "timeout_s", "extra"):
         if getattr(a, f) != getattr(b, f):
             out.append(Change(CHANGED, "tool", b.key, getattr(a, f), getattr(b, f), field=f))
     params = compare_parameters(a.parameters, b.parameters)

@@ -125,6 +125,10 @@ def build_harness(docs: dict[str, Any], root: str | None = None) -> Harness:
                 description=str(doc.get("description", "") or ""),
                 rules=[Rule(key=str(r["key"]), text=str(r["text"])) for r in doc.get("rules") or []],
                 tools=[str(t) for t in doc.get("tools") or []],
+                layout=str(doc.get("layout", "") or ""),
+                files=[str(f) for f in doc.get("files") or []],
+                inert_files=[str(f) for f in doc.get("inert_files") or []],
+                extra=_plain(doc.get("extra") or {}),
             )
             h.skills.append(skill)
             h.sources[f"skill:{skill.key}"] = rel
@@ -134,8 +138,9 @@ def build_harness(docs: dict[str, Any], root: str | None = None) -> Harness:
                 name=str(doc["name"]),
                 description=str(doc.get("description", "") or ""),
                 parameters=_plain(doc.get("parameters") or {"type": "object", "properties": {}}),
-                backend=str(doc["backend"]),
+                backend=str(doc.get("backend", "") or ""),
                 timeout_s=float(doc.get("timeout_s", 5.0)),
+                extra=_plain(doc.get("extra") or {}),
             )
             h.tools.append(tool)
             h.sources[f"tool:{tool.key}"] = rel

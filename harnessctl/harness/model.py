@@ -51,6 +51,15 @@ class Skill:
     description: str
     rules: list[Rule] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)  # tool *keys*
+    #: Markdown the rules sit in, one ``{{ rule }}`` slot per rule in order (an imported
+    #: SKILL.md body); empty for skills written as YAML. Only export reads it.
+    layout: str = ""
+    #: Text files the skill loader serves on request, relative to ``skills/<key>/``.
+    files: list[str] = field(default_factory=list)
+    #: Files shipped with the skill that are never run or served (scripts), relative to ``skills/<key>/``.
+    inert_files: list[str] = field(default_factory=list)
+    #: Source fields the harness does not use (SKILL.md ``license``, ``metadata``, ...), kept for export.
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -61,8 +70,10 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
-    backend: str
+    backend: str  # "" while unbound (an imported tool): the harness does not validate until it is bound
     timeout_s: float = 5.0
+    #: Source fields the harness does not use (MCP ``title``, ``outputSchema``, ``annotations``), kept for export.
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -93,16 +93,18 @@ def render_system_prompt(h: Harness, ctx: dict[str, Any] | None = None) -> str:
 
 
 def skill_loader_spec(h: Harness) -> dict[str, Any]:
+    properties: dict[str, Any] = {"name": {"type": "string", "enum": [s.name for s in h.skills]}}
+    if any(s.files for s in h.skills):  # only then: a harness without skill files renders as it always did
+        properties["file"] = {
+            "type": "string",
+            "description": "optional: one of the files the loaded skill lists, to read it instead of the rules",
+        }
     return {
         "type": "function",
         "function": {
             "name": h.skill_loader.name,
             "description": h.skill_loader.description,
-            "parameters": {
-                "type": "object",
-                "properties": {"name": {"type": "string", "enum": [s.name for s in h.skills]}},
-                "required": ["name"],
-            },
+            "parameters": {"type": "object", "properties": properties, "required": ["name"]},
         },
     }
 
@@ -151,6 +153,8 @@ def render_skill(h: Harness, skill: Skill) -> str:
             except KeyError:
                 continue
         lines.append("Tools: " + ", ".join(names))
+    if skill.files:
+        lines.append(f"Files (call {h.skill_loader.name} with name and file to read one): " + ", ".join(skill.files))
     return "\n".join(lines)
 
 

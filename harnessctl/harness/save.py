@@ -101,11 +101,32 @@ def save_harness(
     texts = render_harness_files(harness, base=base)
     _check_round_trip(harness, texts, validate=validate, backends=backends)
     _check_target(target)
+    files: dict[str, str | bytes] = {**texts, **_skill_files_to_copy(harness, target)}
     if target.exists():
-        _update_folder(target, texts)
+        _update_folder(target, files)
     else:
-        _write_new_folder(target, texts)
+        _write_new_folder(target, files)
     return target
+
+
+def _skill_files_to_copy(h: Harness, target: Path) -> dict[str, bytes]:
+    """The files skills ship (``skills/<key>/...``), read from the folder ``h`` was loaded from,
+    so that a variant written elsewhere still serves them. None when saving in place."""
+    if h.root is None or not Path(h.root).is_dir():
+        return {}
+    if target.exists() and target.resolve() == Path(h.root).resolve():
+        return {}
+    from .yamlio import safe_harness_path
+
+    out: dict[str, bytes] = {}
+    for skill in h.skills:
+        for name in [*skill.files, *skill.inert_files]:
+            rel = f"{SKILLS_DIR}/{skill.key}/{name}"
+            try:
+                out[rel] = safe_harness_path(h.root, rel).read_bytes()
+            except (HarnessError, OSError):
+                continue  # validating the written folder names the missing file
+    return out
 
 
 def render_harness_files(harness: Harness, *, base: str | Path | dict[str, Any] | None = None) -> dict[str, str]:
@@ -178,6 +199,10 @@ def _plain_documents(h: Harness) -> dict[str, dict[str, Any]]:
             "description": s.description,
             "rules": [{"key": rule.key, "text": rule.text} for rule in s.rules],
             "tools": list(s.tools),
+            "layout": s.layout if s.layout else _Default(""),
+            "files": list(s.files) if s.files else _Default([]),
+            "inert_files": list(s.inert_files) if s.inert_files else _Default([]),
+            "extra": copy.deepcopy(s.extra) if s.extra else _Default({}),
         }
     for t in h.tools:
         timeout = int(t.timeout_s) if isinstance(t.timeout_s, float) and t.timeout_s.is_integer() else t.timeout_s
@@ -185,9 +210,10 @@ def _plain_documents(h: Harness) -> dict[str, dict[str, Any]]:
             "key": t.key,
             "name": t.name,
             "description": t.description,
-            "backend": t.backend,
+            "backend": t.backend if t.backend else _Default(""),  # unbound: no backend line until one is chosen
             "timeout_s": timeout,
             "parameters": copy.deepcopy(t.parameters),
+            "extra": copy.deepcopy(t.extra) if t.extra else _Default({}),
         }
     return docs
 
@@ -359,7 +385,7 @@ def _update_map(old: CommentedMap, new: dict[str, Any], *, data: bool) -> None:
                 continue
             v = v.value
         if k in old:
-            _put(old, k, _updated(old[k], v, data=data or k in ("variables", "constraints", "parameters")))
+            _put(old, k, _updated(old[k], v, data=data or k in ("variables", "constraints", "parameters", "extra")))
         else:
             position = (list(old).index(previous) + 1) if previous in old else 0
             old.insert(position, k, _fresh(v))
@@ -508,14 +534,14 @@ def _check_target(target: Path) -> None:
 # -- writing -----------------------------------------------------------------------------------
 
 
-def _write_new_folder(target: Path, texts: dict[str, str]) -> None:
+def _write_new_folder(target: Path, texts: dict[str, str | bytes]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         for rel, text in texts.items():
             dest = staging / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(text.encode("utf-8"))
+            dest.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
         for sub in (SKILLS_DIR, TOOLS_DIR):
             (staging / sub).mkdir(exist_ok=True)
         os.chmod(staging, 0o755)  # mkdtemp makes it private; a harness folder is not
@@ -525,12 +551,14 @@ def _write_new_folder(target: Path, texts: dict[str, str]) -> None:
         raise
 
 
-def _update_folder(target: Path, texts: dict[str, str]) -> None:
+def _update_folder(target: Path, texts: dict[str, str | bytes]) -> None:
     for sub in (SKILLS_DIR, TOOLS_DIR):
         (target / sub).mkdir(exist_ok=True)
     for rel, text in texts.items():
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if isinstance(text, str) else text
         dest = target / rel
+        if dest.parent != target / SKILLS_DIR and dest.parent != target / TOOLS_DIR and dest.parent != target:
+            _make_real_folders(target, dest.parent)  # a skill's own folder: skills/<key>/references/
         if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == data:
             continue
         _replace_file(dest, data)
@@ -540,6 +568,18 @@ def _update_folder(target: Path, texts: dict[str, str]) -> None:
             rel = f"{sub}/{p.name}"
             if p.suffix in (".yaml", ".yml") and rel not in texts and (p.is_file() or p.is_symlink()):
                 p.unlink()
+
+
+def _make_real_folders(target: Path, folder: Path) -> None:
+    """Create ``folder`` under ``target``, refusing a link anywhere on the way (it would write elsewhere)."""
+    current = target
+    for part in folder.relative_to(target).parts:
+        current = current / part
+        if current.is_symlink():
+            raise HarnessError(
+                Issue(str(current.relative_to(target)), "is a symbolic link", hint="replace it with a real folder")
+            )
+        current.mkdir(exist_ok=True)
 
 
 def _replace_file(dest: Path, data: bytes) -> None:

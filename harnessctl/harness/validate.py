@@ -63,7 +63,18 @@ PATTERN_HINTS: dict[str, tuple[str, str]] = {
         "a harness name is letters, digits, _, . or -, at most 64 characters",
     ),
     "^[A-Za-z0-9][A-Za-z0-9_.+\\-]{0,63}$": ("version", "a version looks like v3 or 1.2.0"),
+    "^(?!.*(^|/)\\.\\.?(/|$))[A-Za-z0-9_.\\-]+(/[A-Za-z0-9_.\\-]+)*$": (
+        "file path",
+        "a path inside the skill's folder such as references/coupons.md: letters, digits, _, . and -, no ..",
+    ),
 }
+
+#: Hint of a tool without ``backend`` (an imported tool not bound yet).
+BIND_HINT = (
+    "bind the tool to an implementation: add `backend: <name>` with a simulator backend (sim.*, by key) or a "
+    "function of your own registered with @register_backend in a module listed in HARNESSCTL_BACKEND_MODULES; "
+    "`harnessctl import tools FILE --bind NAME=BACKEND` binds on import"
+)
 
 _JSON_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 _TYPE_WORDS = {
@@ -177,8 +188,58 @@ def validate_documents(
         known = known_backends()
     else:
         known = set(backends)
+    issues = [_with_bind_hint(i, known) for i in issues]
     issues += _CrossFileChecks(docs, known).run()
+    if root is not None:
+        issues += _skill_file_issues(docs, root)
     return _sorted_unique(issues, order)
+
+
+def is_unbound_issue(issue: Issue) -> bool:
+    """Whether ``issue`` only says that a tool has no backend yet (an imported, unbound tool).
+
+    >>> is_unbound_issue(Issue("tools/coupons.yaml", "missing required field 'backend'", 1, 1, "$"))
+    True
+    """
+    return issue.file.startswith(TOOLS_PREFIX) and issue.message == "missing required field 'backend'"
+
+
+def _with_bind_hint(issue: Issue, known: set[str]) -> Issue:
+    if not is_unbound_issue(issue):
+        return issue
+    sim = sorted(b for b in known if b.startswith("sim."))
+    listed = f" (simulator backends: {', '.join(sim)})" if sim else ""
+    return replace(issue, hint=f"add `backend:` — {BIND_HINT}{listed}")
+
+
+def _skill_file_issues(docs: dict[str, Any], root: str) -> list[Issue]:
+    """Every file a skill lists under ``files``/``inert_files`` must be a regular file in
+    ``skills/<key>/`` — never a link, never outside the harness folder."""
+    from .yamlio import safe_harness_path
+
+    issues: list[Issue] = []
+    for rel, doc in docs.items():
+        key = _text(doc, "key")
+        if not rel.startswith(SKILLS_PREFIX) or key is None:
+            continue
+        for fld in ("files", "inert_files"):
+            listed = doc.get(fld)
+            for i, name in enumerate(listed if isinstance(listed, list) else []):
+                if not isinstance(name, str):
+                    continue
+                where = f"{SKILLS_PREFIX}{key}/{name}"
+                problem = ""
+                try:
+                    path = safe_harness_path(root, where)
+                    if not path.is_file():
+                        problem = f"{fld}[{i}]: {where} is missing"
+                except HarnessError as e:
+                    problem = f"{fld}[{i}]: {e.issues[0].message}"
+                if problem:
+                    line, col = _position(doc, (fld, i))
+                    hint = f"put the file at {where} inside the harness folder, or remove it from {fld}"
+                    issues.append(Issue(rel, problem, line, col, _json_path((fld, i)), hint))
+    return issues
 
 
 @dataclass
@@ -399,6 +460,25 @@ def _parameter_issues(rel: str, doc: dict[str, Any]) -> list[Issue]:
                         or "see https://json-schema.org/draft/2020-12 for the keywords",
                     )
                 )
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and not _ref_resolves(params, ref):
+            line, col = _position(doc, (*path, "$ref"))
+            local = ref.startswith("#")
+            issues.append(
+                Issue(
+                    rel,
+                    f"$ref {ref!r} does not resolve inside the parameters schema"
+                    if local
+                    else f"$ref {ref!r} points outside the harness",
+                    line,
+                    col,
+                    _json_path((*path, "$ref")),
+                    "define it under $defs in the same schema"
+                    if local
+                    else "a harness never reaches outside its folder: copy the referenced schema under $defs and "
+                    "refer to it as #/$defs/<name>",
+                )
+            )
         props = schema.get("properties")
         required = schema.get("required")
         if isinstance(props, dict) and isinstance(required, list):
@@ -425,6 +505,45 @@ def _parameter_issues(rel: str, doc: dict[str, Any]) -> list[Issue]:
             if isinstance(schema.get(k), list):
                 stack.extend((sub, (*path, k, i)) for i, sub in enumerate(schema[k]))
     return issues
+
+
+def _ref_resolves(root: Any, ref: str) -> bool:
+    """Whether ``ref`` is a local reference (``#``, ``#/$defs/x``, ``#anchor``) found inside ``root``."""
+    if not ref.startswith("#"):
+        return False
+    fragment = ref[1:]
+    if not fragment:
+        return True
+    if not fragment.startswith("/"):  # a plain-name fragment: some subschema's $anchor
+        return _has_anchor(root, fragment)
+    node = root
+    for token in fragment[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return True
+
+
+def _has_anchor(node: Any, name: str) -> bool:
+    if isinstance(node, dict):
+        return node.get("$anchor") == name or any(_has_anchor(v, name) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_anchor(v, name) for v in node)
+    return False
+
+
+def parameter_issues(rel: str, doc: dict[str, Any]) -> list[Issue]:
+    """Problems of a tool document's ``parameters`` as a JSON Schema (the metaschema, unknown
+    keywords, undefined required parameters, ``$ref`` that does not resolve inside it).
+
+    >>> parameter_issues("t", {"parameters": {"type": "object", "required": ["q"]}})[0].message
+    "required parameter 'q' is not defined under properties"
+    """
+    return _parameter_issues(rel, doc)
 
 
 # -- checks across files -----------------------------------------------------------------------

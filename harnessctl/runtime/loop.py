@@ -36,8 +36,10 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
+from harnessctl.harness.errors import HarnessError
 from harnessctl.harness.model import ERROR_TRIGGERS, Harness
 from harnessctl.harness.render import RenderedHarness, fill_template, render_harness, render_skill
+from harnessctl.harness.skill_files import read_skill_file
 from harnessctl.models.base import GenerationSettings, ModelError, agenerate, bind_model
 from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.runtime.environment import ToolEnvironment, ToolError, ToolTimeout, environment_for
@@ -477,7 +479,18 @@ class _Episode:
                     "invalid_call", f"unknown skill {skill_name!r}; the skills are {names}", self.h.hooks.message
                 )
             )
-        text = render_skill(self.h, self.h.skill(skill_key))
+        skill = self.h.skill(skill_key)
+        file = args.get("file")
+        if file:  # a file the skill ships (references/...): served from the harness folder only
+            try:
+                text = read_skill_file(self.h, skill, str(file))
+            except HarnessError as e:
+                step.valid = False
+                step.error = "invalid_call"
+                self.invalid[self.h.skill_loader.key] += 1
+                return done(format_tool_error("invalid_call", e.issues[0].message, self.h.hooks.message))
+        else:
+            text = render_skill(self.h, skill)
         step.ok = True
         step.result = text
         self.rec.skills_loaded.append(skill_key)
