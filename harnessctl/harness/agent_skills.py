@@ -510,7 +510,8 @@ def skill_from_folder(folder: SkillFolder, h: Harness, key: str, old: Skill | No
         description=folder.description,
         rules=rules,
         tools=tools,
-        layout=layout if rules or layout.strip() else "",
+        # a body that is only a list needs no layout: export writes rules as list items anyway
+        layout="" if layout == f"- {RULE_SLOT}\n" * len(rules) else layout,
         files=sorted(folder.files),
         inert_files=sorted(folder.inert_files),
         extra=folder.extra,
@@ -565,8 +566,8 @@ def skill_md_text(h: Harness, skill: Skill) -> tuple[str, list[str]]:
     if names:
         front["allowed-tools"] = " ".join(names)
     metadata = dict(extra.pop("metadata", None) or {})
-    if skill.key != key_for_name(name):
-        metadata[KEY_METADATA] = skill.key  # re-import finds the skill it came from
+    if skill.key != key_for_name(name) or name != skill.name:
+        metadata[KEY_METADATA] = skill.key  # re-import finds the skill it came from, under any name
     front.update(extra)
     if metadata:
         front["metadata"] = metadata

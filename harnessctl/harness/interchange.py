@@ -239,7 +239,7 @@ def _write(
             safe_harness_path(root, rel).unlink()
         except (HarnessError, OSError):
             pass
-    result.written = sorted({*changed, *assets})
+    result.written = sorted({*changed, *written_assets})
     return result
 
 
@@ -268,6 +268,8 @@ def _put_assets(root: Path, assets: dict[str, bytes]) -> dict[str, bytes | None]
                 current.mkdir(exist_ok=True)
             if dest.is_symlink():
                 raise HarnessError(Issue(str(dest), "is a symbolic link", hint="remove it"))
+            if dest.is_file() and dest.read_bytes() == data:
+                continue  # the same file: not rewritten, not reported
             previous[rel] = dest.read_bytes() if dest.is_file() else None
             fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
             with os.fdopen(fd, "wb") as f:

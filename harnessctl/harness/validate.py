@@ -71,8 +71,8 @@ PATTERN_HINTS: dict[str, tuple[str, str]] = {
 
 #: Hint of a tool without ``backend`` (an imported tool not bound yet).
 BIND_HINT = (
-    "bind the tool to an implementation: add `backend: <name>` with a simulator backend (sim.*, by key) or a "
-    "function of your own registered with @register_backend in a module listed in HARNESSCTL_BACKEND_MODULES; "
+    "bind the tool: add `backend:` naming a simulator backend (by key, e.g. sim.get_promotions) or a function of "
+    "your own registered with @register_backend in a module listed in HARNESSCTL_BACKEND_MODULES; "
     "`harnessctl import tools FILE --bind NAME=BACKEND` binds on import"
 )
 
@@ -209,7 +209,7 @@ def _with_bind_hint(issue: Issue, known: set[str]) -> Issue:
         return issue
     sim = sorted(b for b in known if b.startswith("sim."))
     listed = f" (simulator backends: {', '.join(sim)})" if sim else ""
-    return replace(issue, hint=f"add `backend:` — {BIND_HINT}{listed}")
+    return replace(issue, hint=f"{BIND_HINT}{listed}")
 
 
 def _skill_file_issues(docs: dict[str, Any], root: str) -> list[Issue]:
