@@ -28,10 +28,16 @@ handle ``@lily_b``        with or without the ``@``
 code, id, name, text      the same words, on word boundaries, spacing and punctuation aside
 ========================  ===========================================================================
 
-Negation: a match fails when, in the same clause, a negation cue (:data:`NEGATION_CUES`:
-"not", "no", "never", "no longer", "isn't", any "n't" ...) stands within four words before it, or a
-retraction ("no longer", "not anymore", "expired", "invalid", "doesn't work", ...) follows it
-within four words. A cue inside the fact itself ("not a medicine") is part of the fact.
+Polarity (:func:`polarity`): a match counts only where the clause that carries it asserts it. The
+clause fails when a negator stands anywhere before the fact in it ("not", any "n't", "never",
+"cannot", "no longer", "without", "fails to", "nobody", a determiner "no" close before), when its
+predicate is negated after the fact ("code X does not give ...", "order X is not shipped"), when
+it is a question (not an offer), when a leading "No" contradicts the viewer's question, or when
+the fact is taken back (a retraction after it, "scratch that" later, "but it's gone now"). Idioms
+that negate nothing said ("no need", "don't miss", "can't go wrong") and a negated ending
+("doesn't end until 19:30") do not count. A negative fact ("not a medicine") is stated by its
+core negated once: "isn't a medicine", "no medicine" state it; "is a medicine" and "I wouldn't
+say it's not a medicine" do not.
 
 >>> states("2-4 days", "Arrives in 2 to 4 days!"), states("10% off", "code X gives 10 percent off")
 (True, True)
@@ -110,33 +116,6 @@ FREE_SHIPPING = (
     "free of charge",
 )
 ORDER_NUMBER = ("order number", "order #", "order no", "order id", "order code", "order reference")
-#: Words that negate what follows them in a clause.
-NEGATION_CUES = (
-    "not",
-    "no",
-    "never",
-    "none",
-    "nor",
-    "neither",
-    "no longer",
-    "isn't",
-    "aren't",
-    "wasn't",
-    "weren't",
-    "won't",
-    "don't",
-    "doesn't",
-    "didn't",
-    "can't",
-    "cannot",
-    "couldn't",
-    "hasn't",
-    "haven't",
-    "hadn't",
-    "shouldn't",
-    "without",
-    "nothing",
-)
 #: Words after a fact that take it back ("BEAUTY15 has expired").
 RETRACTIONS = (
     "no longer",
@@ -157,11 +136,12 @@ RETRACTIONS = (
     "not right",
     "cancelled",
     "canceled",
+    "closed",
 )
 #: Phrases that end an offer for the rest of the sentence ("the flash sale is over, it was ...").
 _SALE_OVER = ("is over", "are over", "has ended", "have ended", "already ended", "has expired", "have expired")
 #: Cues before a value that make it history or a comparison, not the value now.
-_PAST_CUES = ("was", "were", "used to be", "used to", "had been")
+_PAST_CUES = ("was", "were", "used to be", "used to", "had been", "had")
 _COMPARATIVES = (
     "more than",
     "less than",
@@ -198,14 +178,15 @@ _VALUE_KINDS = (
     "limit",
     "free_shipping",
 )
-#: A following clause that only says no: "..., but it isn't", "... - not anymore".
+#: A following clause that only says no or takes the fact back: "..., but it isn't", "... - not
+#: anymore", "..., but none now", "..., but it's been cancelled".
 _BARE_NO = re.compile(
-    r"^[\s,;:\-—]*(?:but\s+|though\s+)?(?:(?:it|that|they|this|he|she)\s+)?(?:isn't|is not|hasn't|has not|wasn't|"
-    r"was not|aren't|are not|didn't|did not|won't|doesn't|does not|not|nope|no)"
-    r"(?:\s+(?:anymore|any more|yet|really|now|right now|at all|true|the case))?\s*(?:[;,.!?]|$)"
+    r"^[\s,;:\-—]*(?:but\s+|though\s+)?(?:(?:(?:it|that|they|this|he|she)\s+)?(?:isn't|is not|hasn't|has not|wasn't|"
+    r"was not|aren't|are not|didn't|did not|won't|doesn't|does not|not|nope|no|none)"
+    r"(?:\s+(?:anymore|any more|yet|really|now|right now|at all|true|the case|left))?\s*(?:[;,.!?]|$)"
+    r"|(?:it|that|they|this)(?:\s+\w+)?(?:'s|'re|\s+is|\s+are|\s+was|\s+has|\s+have)?(?:\s+(?:been|now|already|all))*"
+    r"\s+(?:cancelled|canceled|expired|ended|over|closed|gone|invalid|void|finished)\b)"
 )
-#: Phrases that start with a cue but negate nothing.
-_IDIOMS = ("no worries", "no problem", "not only", "don't miss", "don't forget", "no doubt", "never miss", "not sure")
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _NUMBER_WORDS = {
@@ -296,8 +277,14 @@ def fact_kind(fact: str) -> str:
     return "text"
 
 
-def states(fact: str, reply: str, subject: str | None = None, others: tuple[str, ...] | list[str] = ()) -> bool:
-    """Whether ``reply`` states ``fact`` (in any accepted wording, not negated).
+def states(
+    fact: str,
+    reply: str,
+    subject: str | None = None,
+    others: tuple[str, ...] | list[str] = (),
+    question: str | None = None,
+) -> bool:
+    """Whether ``reply`` states ``fact`` (in any accepted wording, in a clause that asserts it).
 
     With a ``subject`` (the product a fact belongs to) and ``others`` (other products the
     reply may name), the fact must be said of its subject: where the reply names products,
@@ -307,8 +294,14 @@ def states(fact: str, reply: str, subject: str | None = None, others: tuple[str,
     True
     >>> states("$7.90", "Toner is $7.90, Mascara is $17.90.", subject="Mascara", others=["Toner"])
     False
+
+    With the viewer's ``question``, a leading "No" is read as its answer: it contradicts the fact
+    unless the question asked about the opposite.
+
+    >>> states("in stock", "No, it's in stock!", question="is it sold out?"), states("in stock", "No, it's in stock!")
+    (True, False)
     """
-    found = [m for m in mentions(fact, reply) if not m.negated]
+    found = [m for m in mentions(fact, reply, question=question) if not m.negated]
     if not found or not subject:
         return bool(found)
     text = normalise(reply)
@@ -328,12 +321,22 @@ def _nearest_is_own(text: str, m: Mention, names: list[tuple[int, int, bool]]) -
     return min(after)[1] if after else True
 
 
-def mentions(fact: str, reply: str) -> list[Mention]:
+def mentions(fact: str, reply: str, question: str | None = None) -> list[Mention]:
     """Every place ``reply`` says ``fact`` or its opposite state, with its polarity: a negated
-    ``sold out`` phrase is an un-negated mention of ``in stock`` and the other way round."""
+    ``sold out`` phrase is an un-negated mention of ``in stock`` and the other way round; a
+    negative fact ("not a medicine") is a mention of its core ("a medicine", "no medicine") in a
+    clause that negates it once ("isn't a medicine" states it, "I wouldn't say it's not a
+    medicine" does not)."""
     text = normalise(reply)
     kind = fact_kind(fact)
     f = fact.strip().lower()
+    core = _negative_core(f) if kind == "text" else None
+    if core is not None:
+        spans = _core_spans(text, core)
+        return [
+            Mention(a, b, _negated(text, (a, b), own=core, kind=kind, question=question, negative=True))
+            for a, b in spans
+        ]
     spans: list[tuple[int, int]] = []
     flipped: list[tuple[int, int]] = []  # the opposite state, negated: it states this fact
     if kind == "money":
@@ -353,7 +356,9 @@ def mentions(fact: str, reply: str) -> list[Mention]:
         n = int(f.split()[0])
         spans = [
             m.span()
-            for m in re.finditer(rf"(?<![\d.\-])(?<!to ){n}(?:\s|-)?(?:(?:business|working|calendar)\s+)?days?\b", text)
+            for m in re.finditer(
+                rf"(?<![\d.\-])(?<!\d to ){n}(?:\s|-)?(?:(?:business|working|calendar)\s+)?days?\b", text
+            )
         ]
     elif kind == "count":
         n = int(f.split()[0])
@@ -395,13 +400,21 @@ def mentions(fact: str, reply: str) -> list[Mention]:
             spans = [s for s in spans if not _inside_any(s, _phrase_spans(text, STATUS_SYNONYMS["out for delivery"]))]
     elif kind == "free_shipping":
         spans = _phrase_spans(text, FREE_SHIPPING)
+        # "shipping to Central is free", "delivery is totally free"
+        spans += [
+            m.span()
+            for m in re.finditer(
+                r"\b(?:shipping|delivery)\b(?:\s+[\w']+){0,3}?\s+(?:is|'s)(?:\s+(?:totally|completely|always|also|still|now))?\s+free\b",
+                text,
+            )
+        ]
     elif kind == "order_number":
         spans = _phrase_spans(text, ORDER_NUMBER)
     elif kind == "handle":
         spans = _phrase_spans(text, (f, f[1:]))
     else:
         spans = _phrase_spans(text, (normalise(fact),))
-    out = [Mention(a, b, _negated(text, (a, b), own=f, kind=kind)) for a, b in spans]
+    out = [Mention(a, b, _negated(text, (a, b), own=f, kind=kind, question=question)) for a, b in spans]
     out += [Mention(a, b, False) for a, b in flipped]
     return sorted(out, key=lambda m: m.start)
 
@@ -486,6 +499,22 @@ def _size_spans(text: str, size: str) -> list[tuple[int, int]]:
     return [m.span() for p in pats for m in re.finditer(p, text)]
 
 
+def _negative_core(fact: str) -> str | None:
+    """The positive core of a negative fact: ``"not a medicine" -> "a medicine"`` (None when the
+    fact is not negative)."""
+    m = re.fullmatch(r"(?:not|no|never)\s+(.+)", fact)
+    return m.group(1) if m else None
+
+
+def _core_spans(text: str, core: str) -> list[tuple[int, int]]:
+    """Where ``core`` is said, its leading article optional ("a medicine", "no medicine")."""
+    words = normalise(core).split()
+    if words and words[0] in ("a", "an", "the"):
+        words = words[1:]
+    pat = r"(?:(?:a|an|the)\s+)?" + r"\s+".join(re.escape(w) for w in words)
+    return [m.span() for m in re.finditer(rf"(?<![\w@]){pat}(?![\w])", text)]
+
+
 def _phrase_spans(text: str, phrases: tuple[str, ...] | list[str]) -> list[tuple[int, int]]:
     out = []
     for p in phrases:
@@ -531,34 +560,269 @@ def _near(text: str, span: tuple[int, int], words: tuple[str, ...], window: int 
     return any(w in words for w in before + after) or any(w in text[span[0] : span[1]] for w in words)
 
 
-def _negated(text: str, span: tuple[int, int], own: str = "", kind: str = "text") -> bool:
-    """Whether the mention at ``span`` is not an assertion of the fact: a negation cue within
-    four words before it or a retraction within four words after it, in the same clause; a
-    past or counterfactual cue ("was", "used to be", "should have been") or a comparative
-    ("more than") just before a value; a clause that is a question; a following clause that
-    only says no ("but it isn't"); a sentence that says the offer is over."""
+def _negated(
+    text: str,
+    span: tuple[int, int],
+    own: str = "",
+    kind: str = "text",
+    question: str | None = None,
+    negative: bool = False,
+) -> bool:
+    """Whether the mention at ``span`` is not an assertion of the fact (see :func:`polarity`)."""
+    return polarity(text, span, own=own, kind=kind, question=question, negative=negative) < 0
+
+
+def polarity(
+    text: str,
+    span: tuple[int, int],
+    *,
+    own: str = "",
+    kind: str = "text",
+    question: str | None = None,
+    negative: bool = False,
+) -> int:
+    """+1 when the clause carrying the mention at ``span`` asserts it, -1 when it does not.
+
+    The clause (between punctuation, a spaced dash, or a conjunction that starts a clause: "but",
+    "and", "so", "if", "unless", "as long as", "which" ...) is read for:
+
+    - negation before the mention, anywhere in the clause: a negator (:data:`NEGATORS`: "not",
+      any "n't", "no", "never", "cannot", "no longer", "without", "fails to", "unable to",
+      "nobody" ...); a determiner ("no", "without", "none") only within six words, since it
+      negates its own noun phrase; an idiom that negates nothing said ("no need", "don't miss",
+      "can't go wrong") and a negated ending ("doesn't end until") are not negations;
+    - negation of the predicate after the mention ("code X doesn't work", "order X is not
+      shipped", "ticket X won't be picked up"): a negated auxiliary, "never", "no longer",
+      "fails to" — a bare "not" after it is a contrast ("$9.90, not $12") and counts for nothing;
+    - a question: the clause ends with "?" or its sentence opens like one ("Is it ...", "Maybe
+      ..."), unless it is an offer ("want 24 cm instead?", "would you like ...");
+    - a leading "No" / "Nope" in the reply's first sentence, up to a "but": it contradicts the
+      facts it introduces, unless the fact is negative or the viewer's ``question`` asked about the
+      opposite ("is it sold out?" → "No, it's in stock");
+    - history and comparison just before a value ("was", "used to be", "more than"), a
+      retraction after it ("expired", "no longer", "cancelled"), a following clause that only
+      says no ("but it isn't", "but it's gone now"), a later "scratch that" / "my mistake", and
+      a sentence that says the offer is over.
+
+    >>> t = normalise("Code ROSE5 does not give $5.00 off")
+    >>> polarity(t, (5, 10)), polarity(normalise("Only 6 left, don't miss it!"), (0, 11))
+    (-1, 1)
+    """
+    own_words = set(re.findall(r"[\w']+", own))
     s_left, s_right = _sentence_bounds(text, span)
     if any(r in text[s_left : span[0]] for r in _SALE_OVER):
-        return True  # "The flash sale is over, it was $5.90": all that follows is history
-    left, right = _clause_bounds(text, span)
-    if kind != "order_number" and text[right : right + 1] == "?":
-        return True  # "Is it in stock?", "Maybe $13.90?": asked, not said
-    before = text[left : span[0]]
-    for idiom in _IDIOMS:
-        before = before.replace(idiom, " ")
+        return -1  # "The flash sale is over, it was $5.90": all that follows is history
+    if _RETRACTED.search(text, span[1]):
+        return -1  # "... ticket HT9095. Actually, scratch that, the desk is closed."
+    left, right = _polarity_bounds(text, span)
+    if kind != "order_number" and _asked(text, span, (left, right), (s_left, s_right)):
+        return -1  # "Is it in stock?", "Maybe $13.90?": asked, not said
+    before = _unidiom(text[left : span[0]])
     words = re.findall(r"[\w']+", before)
+    inherited = _inherited_negation(text, left, right, s_left)
+    if (_negations_before(words) + inherited) % 2 != negative:
+        return -1  # a negative fact's core must be negated once, any other fact not at all
+    if negative:
+        return 1
     tail = " " + " ".join(words[-4:]) + " "
-    if any(w in NEGATION_CUES or w.endswith("n't") for w in words[-4:]) or any(
-        f" {c} " in tail for c in _COUNTERFACTUAL
-    ):
-        return True
+    if any(f" {c} " in tail for c in _COUNTERFACTUAL):
+        return -1
     if kind in _VALUE_KINDS:
         near = " " + " ".join(words[-3:]) + " "
         if any(f" {c} " in near for c in _PAST_CUES + _COMPARATIVES):
-            return True
-    after = " " + " ".join(re.findall(r"[\w']+", text[span[1] : right])[:4]) + " "
-    own_words = set(re.findall(r"[\w']+", own))
+            return -1
+    after_text = _unidiom(text[span[1] : right])
+    after_words = re.findall(r"[\w']+", after_text)
+    after = " " + " ".join(after_words[:4]) + " "
     if any(f" {r} " in after and not set(r.split()) <= own_words for r in RETRACTIONS):
-        return True
-    nxt = text[right:s_right]
-    return bool(_BARE_NO.match(nxt))
+        return -1
+    if _PREDICATE_NEGATION.search(" " + " ".join(after_words) + " "):
+        return -1
+    if _BARE_NO.match(text[right:s_right]):
+        return -1
+    if _contradicted_by_no(text, span, kind, own, question):
+        return -1
+    return 1
+
+
+#: Negators that negate the rest of their clause, wherever they stand before a fact.
+NEGATORS = (
+    "not",
+    "never",
+    "cannot",
+    "nor",
+    "neither",
+    "nobody",
+    "nowhere",
+    "unable",
+    "fail",
+    "fails",
+    "failed",
+    "failing",
+)
+#: Determiners that negate their own noun phrase: they negate a fact only close before it.
+_NEGATING_DETERMINERS = ("no", "none", "without", "nothing", "zero")
+_DETERMINER_REACH = 6
+#: Phrases that start with a negator but negate nothing that was said.
+_NEGATION_IDIOMS = (
+    "no worries",
+    "no worry",
+    "no problem",
+    "no need",
+    "no joke",
+    "no catch",
+    "no doubt",
+    "no kidding",
+    "no questions asked",
+    "no later than",
+    "no action needed",
+    "no wrong choice",
+    "not only",
+    "not bad",
+    "not sure why",
+    "not to mention",
+    "don't miss",
+    "don't forget",
+    "don't wait",
+    "don't worry",
+    "don't hesitate",
+    "do not miss",
+    "never miss",
+    "never been",
+    "can't go wrong",
+    "cannot go wrong",
+    "can't beat",
+    "can't wait",
+    "can't believe",
+    "won't regret",
+    "won't last long",
+    "without a doubt",
+    "nothing beats",
+)
+_IDIOM_RE = re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(i) for i in _NEGATION_IDIOMS) + r")(?![\w'])")
+#: Verbs of ending: negated, with "until" or "before", they say the thing lasts.
+_ENDINGS = ("end", "ends", "ended", "expire", "expires", "finish", "finishes", "stop", "stops", "close", "closes")
+#: A negated predicate after the fact: "doesn't work", "is not shipped", "will never", "fails to".
+_PREDICATE_NEGATION = re.compile(
+    r" (?:\w+n't|cannot|(?:is|are|was|were|be|been|am|do|does|did|has|have|had|will|would|can|could|should|shall|may"
+    r"|might|must|it's|that's|there's) not|never|no longer|fail(?:s|ed)? to|unable to) "
+)
+#: Clause-starting conjunctions: a negation on one side of them is not on the other.
+_CONJUNCTIONS = re.compile(
+    r"\s(?:but|though|however|while|whereas|and|so|if|unless|as long as|once|because|which|that|who|or|since|then)\s"
+)
+#: Later words that take back what was said before them.
+_RETRACTED = re.compile(
+    r"\b(?:scratch that|my mistake|my bad|i was wrong|that's wrong|that was wrong|ignore that|i take that back|"
+    r"correction:|never mind|wait,? no|actually,? no|oh wait)\b"
+)
+#: The start of a sentence that asks rather than says.
+_QUESTION_OPENERS = re.compile(
+    r"^\W*(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|maybe|perhaps|isn't|aren't)\b"
+)
+#: Questions that offer something: the fact in them is said, not doubted.
+_OFFER = re.compile(r"\b(?:want|wanna|would you like|like to see|how about|shall i|fancy|interested in|care for)\b")
+#: A leading "No" that answers the viewer's question: the interjection, with its punctuation ("No,
+#: ...", "Nope!"); "No need", "No coupon" are determiners, read in their clause.
+_LEADING_NO = re.compile(r"^\W*(?:(?:sadly|sorry|unfortunately),?\s+)?(?:no|nope|nah)\s*(?:[,.!;:—-]|$)")
+
+
+def _polarity_bounds(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """The clause around ``span`` for polarity: :func:`_clause_bounds` narrowed at a conjunction."""
+    left, right = _clause_bounds(text, span)
+    for m in _CONJUNCTIONS.finditer(text, left, span[0]):
+        left = m.end()
+    m = _CONJUNCTIONS.search(text, span[1], right)
+    return left, (m.start() if m else right)
+
+
+_COPULAS = frozenset(
+    "is are was were be been am 's 're will would can could should has have had do does did gets get gives give "
+    "takes take runs run arrives arrive ships ship".split()
+)
+
+
+def _inherited_negation(text: str, left: int, right: int, s_left: int) -> int:
+    """1 when a short verbless clause takes the negation of the clause a comma joins it to: "A team
+    member will not follow up, ticket HT2570" — the ticket is said as part of the negated promise.
+    Only a negated verb carries over ("No coupon, $19.90 live" still says the price); a clause of
+    its own — more than four words, a verb, a participle ("expected Jun 16") or its own negator
+    ("..., not a medicine") — takes nothing."""
+    words = re.findall(r"[\w'$%.:@]+", text[left:right])
+    if not words or len(words) > 4 or any(_verbal(w) or _is_negator(w) for w in words):
+        return 0
+    head = text[s_left:left].rstrip()
+    if not head.endswith(","):
+        return 0
+    prev_left, prev_right = _polarity_bounds(text, (len(head) - 1, len(head) - 1))
+    prev_left = max(prev_left, s_left)
+    prev_words = re.findall(r"[\w']+", _unidiom(text[prev_left:prev_right]))
+    if _PREDICATE_NEGATION.search(" " + " ".join(prev_words) + " ") or any(_is_negator(w) for w in prev_words):
+        return 1
+    return _inherited_negation(text, prev_left, prev_right, s_left)
+
+
+def _verbal(word: str) -> bool:
+    """A verb, an auxiliary or a participle, roughly: enough to tell a clause from a fragment."""
+    return word in _COPULAS or word.endswith(("'s", "'re", "'m", "'ll", "'d", "ed"))
+
+
+def _unidiom(text: str) -> str:
+    return _IDIOM_RE.sub(" ", text)
+
+
+def _is_negator(word: str) -> bool:
+    return word in NEGATORS or word.endswith("n't")
+
+
+def _negations_before(words: list[str]) -> int:
+    """How many negations stand before a fact in its clause: negators anywhere, determiners
+    within reach; a negator followed by a verb of ending and "until"/"before" ("doesn't end
+    until 19:30") negates the ending, not the fact. "no longer" counts once."""
+    n = 0
+    for i, w in enumerate(words):
+        rest = words[i + 1 :]
+        if _is_negator(w) or (w == "no" and rest[:1] == ["longer"]):
+            if any(e in rest for e in _ENDINGS) and any(u in rest for u in ("until", "till", "before")):
+                continue
+            n += 1
+        elif w in _NEGATING_DETERMINERS and len(words) - i <= _DETERMINER_REACH:
+            n += 1
+    return n
+
+
+def _asked(text: str, span: tuple[int, int], clause: tuple[int, int], sentence: tuple[int, int]) -> bool:
+    s_left, s_right = sentence
+    asked = text[clause[1] : clause[1] + 1] == "?" or (
+        text[s_left:s_right].rstrip().endswith("?") and bool(_QUESTION_OPENERS.match(text[s_left : span[0]]))
+    )
+    return asked and not _OFFER.search(text[s_left:s_right])
+
+
+def _contradicted_by_no(text: str, span: tuple[int, int], kind: str, own: str, question: str | None) -> bool:
+    """A reply that opens "No, <fact>" contradicts the fact, up to a "but", unless the fact is
+    negative or the viewer asked about its opposite ("is it sold out?" → "No, it's in stock")."""
+    m = _LEADING_NO.match(text)
+    if not m or text[: m.end()].count(" ") > 2:
+        return False
+    s_left, _ = _sentence_bounds(text, span)
+    if s_left != 0 or re.search(r"\s(?:but|though|however)\s", text[m.end() : span[0]]):
+        return False
+    if kind == "sold_out" or set(re.findall(r"[\w']+", own)) & {"not", "no", "never"}:
+        return False
+    return not _asks_opposite(question or "", kind, own)
+
+
+def _asks_opposite(question: str, kind: str, own: str) -> bool:
+    """Whether the viewer's question asked about a state other than the fact's, so that "No"
+    answers it: a sold-out or in-stock phrase, another order status, another value of the kind."""
+    q = normalise(question)
+    if not q:
+        return False
+    if kind == "in_stock":
+        return bool(_phrase_spans(q, SOLD_OUT))
+    if kind == "status":
+        return any(_phrase_spans(q, syn) for st, syn in STATUS_SYNONYMS.items() if st != own)
+    if kind in ("money", "money_off"):
+        return bool(re.search(r"\$\s?\d", q)) and not _money_spans(q, float(own[1:].split()[0]))
+    return False

@@ -29,8 +29,9 @@ reasoning            0.05    tokens inside ``<think>`` beyond ``max_think_tokens
 ``passed`` needs ``total >= PASS_THRESHOLD`` and no hard failure (an invented number, a
 forbidden claim, no reply, a model error, or a constraint the model's own reply broke before a
 guard repaired it: reply length, emoji, a banned phrase, a revision asked for, the tool-call
-budget). Facts are read by meaning (:mod:`harnessctl.sim.meaning`): rewordings pass, negated,
-retracted or contradicted facts fail. Failed calls caused by the world (a timeout, an
+budget). Facts are read by meaning (:mod:`harnessctl.sim.meaning`), each in its clause with its
+polarity: rewordings pass; a fact whose clause is negated, questioned, retracted or contradicted
+(a leading "No" read against the viewer's question) fails, unless the fact itself is negative. Failed calls caused by the world (a timeout, an
 upstream error) are never held against the model when it followed the retry hook; the facts
 only that tool would have given are then excused.
 
@@ -363,7 +364,8 @@ def _correctness(record: EpisodeRecord, case: Case, calls: list[_CallOutcome], f
         """Stated by meaning, and of its own product where the fact belongs to one of several."""
         _, _, pid = sources.get(fact, "").partition("@")
         subject = names.get(pid) if pid else None
-        return states(fact, reply, subject=subject, others=list(names.values()) if subject else ())
+        others = list(names.values()) if subject else ()
+        return states(fact, reply, subject=subject, others=others, question=case.query)
 
     groups: list[list[str]] = [[f] for f in case.expect.facts] + [list(g) for g in case.expect.any_facts if g]
     got = 0.0
