@@ -540,7 +540,7 @@ def parameter_issues(rel: str, doc: dict[str, Any]) -> list[Issue]:
     """Problems of a tool document's ``parameters`` as a JSON Schema (the metaschema, unknown
     keywords, undefined required parameters, ``$ref`` that does not resolve inside it).
 
-    >>> parameter_issues("t", {"parameters": {"type": "object", "required": ["q"]}})[0].message
+    >>> parameter_issues("t", {"parameters": {"type": "object", "properties": {}, "required": ["q"]}})[0].message
     "required parameter 'q' is not defined under properties"
     """
     return _parameter_issues(rel, doc)

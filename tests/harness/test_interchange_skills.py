@@ -117,6 +117,31 @@ def test_references_are_copied_into_the_harness_and_served_by_the_skill_loader(s
         read_skill_file(h, skill, "../harness.yaml")
 
 
+def test_an_agent_reads_a_reference_file_through_the_skill_loader_and_never_a_script(shop):
+    from harnessctl.models.scripted import ScriptedModel
+    from harnessctl.runtime import run_episode
+    from harnessctl.sim import case_from_query
+
+    import_json(shop, EXAMPLES / "skills" / "coupon-codes", EXAMPLES / "skills" / "gift-wrap")
+    h = load_harness(shop)
+
+    def load(**args: str) -> str:
+        return f"<tool_call>{json.dumps({'name': 'load_skill', 'arguments': args})}</tool_call>"
+
+    model = ScriptedModel(
+        [
+            load(name="coupon-codes", file="references/stacking.md"),
+            load(name="gift-wrap", file="scripts/wrap_quote.py"),
+            "One store coupon per order!",
+        ]
+    )
+    rec = run_episode(h, case_from_query("can I stack two codes?", "P001"), model)
+    served, script = [m["content"] for m in rec.messages if m["role"] == "tool"]
+    assert "Only one store coupon applies per order." in served
+    assert "serves no file 'scripts/wrap_quote.py'" in script
+    assert "gift wrap: free" not in script
+
+
 def test_a_harness_without_skill_files_renders_its_loader_as_before(shop):
     loader = render_harness(load_harness(shop)).tools[0]["function"]["parameters"]
     assert loader["properties"].keys() == {"name"}
