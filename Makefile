@@ -9,6 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -e ".[train,eval,dev]"
+	$(BIN)/harnessctl model fetch smollm2-135m
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -78,3 +78,27 @@ def tiny_model_path() -> Path:
             if stale.is_dir() and stale != target and time.time() - stale.stat().st_mtime > 86400:
                 shutil.rmtree(stale, ignore_errors=True)
     return target
+
+
+# -- a pretrained base, small (models and trainer rooms) ----------------------------------------
+
+
+@pytest.fixture(scope="session")
+def small_base_gguf(tmp_path_factory, tiny_model_path) -> Path:
+    """A two-layer Llama over the tiny tokenizer, written as a GGUF file by the ``gguf`` package:
+    what ``harnessctl model fetch`` converts, without a download."""
+    from transformers import AutoTokenizer
+
+    from tests.models.gguf_support import small_llama, write_llama_gguf
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+    path = tmp_path_factory.mktemp("gguf") / "small-llama.F32.gguf"
+    return write_llama_gguf(small_llama(tokenizer), tokenizer, path)
+
+
+@pytest.fixture(scope="session")
+def small_base(tmp_path_factory, small_base_gguf) -> Path:
+    """``small_base_gguf`` converted into a base folder, as a fetched base is."""
+    from harnessctl.models.bases import convert_gguf
+
+    return convert_gguf(small_base_gguf, tmp_path_factory.mktemp("bases") / "small", source={"base": "small"})

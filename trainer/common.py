@@ -20,6 +20,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models.adapters import (
+    ADAPTER_WEIGHTS,
+    adapter_base,
+    base_entry,
+    is_adapter,
+    load_adapter_model,
+    save_adapter,
+)
+from harnessctl.models.bases import KNOWN_BASES, BaseError, base_name_of, read_base_record, resolve_base
 from trainer.config import TrainConfig
 
 MANIFEST = "train.json"
@@ -68,21 +77,34 @@ class TrainResult:
 # -- inputs ---------------------------------------------------------------------------------------
 
 
-def check_checkpoint(path: str | Path, what: str = "--model") -> Path:
-    """``path`` as a loadable checkpoint folder, or a :class:`TrainError` saying what is missing.
+def check_checkpoint(path: str | Path, what: str = "--model", *, base: str = "") -> Path | None:
+    """``path`` as a loadable checkpoint folder (a whole model or an adapter a stage wrote), or a
+    :class:`TrainError` saying what is missing. An empty ``path`` with a ``base`` starts from the
+    base (None is returned; :func:`load_model` resolves it).
 
     >>> check_checkpoint("README.md")
     Traceback (most recent call last):
     ...
     trainer.common.TrainError: --model README.md: not a folder; pass a checkpoint folder (config.json, weights, tokenizer)
     """
-    p = Path(str(path).removeprefix("local:")).expanduser()
     if not str(path):
-        raise TrainError(f"{what}: no checkpoint given; pass a folder written by `harnessctl model init` or a stage")
+        if base:
+            return None
+        raise TrainError(
+            f"{what}: no checkpoint given; pass a folder written by a stage or `harnessctl model init`, "
+            "or name a pretrained base with --set base=smollm2-135m"
+        )
+    if str(path) in KNOWN_BASES:
+        return None
+    p = Path(str(path).removeprefix("local:")).expanduser()
     if not p.exists():
         raise TrainError(f"{what} {path}: no such folder")
     if not p.is_dir():
         raise TrainError(f"{what} {path}: not a folder; pass a checkpoint folder (config.json, weights, tokenizer)")
+    if is_adapter(p):
+        if not (p / ADAPTER_WEIGHTS).is_file():
+            raise TrainError(f"{what} {path}: an adapter without its weights ({ADAPTER_WEIGHTS}); retrain or copy it")
+        return p
     missing = [n for n in ("config.json",) if not (p / n).is_file()]
     if not any(p.glob("*.safetensors")) and not any(p.glob("pytorch_model*.bin")):
         missing.append("model weights (*.safetensors)")
@@ -94,6 +116,27 @@ def check_checkpoint(path: str | Path, what: str = "--model") -> Path:
             "such as `harnessctl model init --out DIR` writes"
         )
     return p
+
+
+def start_base(path: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
+    """The pretrained base a stage's model grows from, as ``train.json``'s ``base`` entry: the
+    base an adapter names, the base ``--model`` names (a known base), or ``cfg.base`` when
+    ``--model`` is empty; None for a whole checkpoint (the tiny model)."""
+    spec = str(path or "")
+    if spec and spec not in KNOWN_BASES:
+        folder = Path(spec.removeprefix("local:")).expanduser()
+        if is_adapter(folder):
+            return adapter_base(folder)
+        if read_base_record(folder):  # a converted base named by its folder
+            return base_entry(base_name_of(folder) or str(folder), folder)
+        return None
+    name = spec or cfg.base
+    if not name:
+        return None
+    try:
+        return base_entry(name, resolve_base(name))
+    except BaseError as e:
+        raise TrainError(str(e)) from None
 
 
 def file_hash(*paths: str | Path) -> str:
@@ -231,16 +274,48 @@ def training_arguments(cfg: TrainConfig) -> dict[str, Any]:
     }
 
 
-def peft_config(cfg: TrainConfig) -> Any:
-    """A LoRA config when ``lora_r`` > 0 (big models), else None."""
-    if not cfg.lora_r:
+def peft_config(cfg: TrainConfig, model: Any = None) -> Any:
+    """A LoRA config when ``lora_r`` > 0, else None; None too when ``model`` already carries its
+    adapter (a stage continuing another's adapter trains that one)."""
+    if not cfg.lora_r or is_peft_model(model):
         return None
     from peft import LoraConfig
+
+    from trainer.config import parse_layers
 
     targets: Any = cfg.lora_target_modules
     if targets != "all-linear":
         targets = [t.strip() for t in targets.split(",") if t.strip()]
-    return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=targets, task_type="CAUSAL_LM")
+    layers = parse_layers(cfg.lora_layers) if cfg.lora_layers else None
+    if layers is not None and targets == "all-linear":
+        # peft takes a layer selection only with the modules named
+        targets = linear_module_names(model)
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        target_modules=targets,
+        layers_to_transform=layers,
+        task_type="CAUSAL_LM",
+    )
+
+
+def linear_module_names(model: Any) -> list[str]:
+    """The names of the linear modules inside a model's decoder layers (``q_proj``, ``down_proj``, …),
+    what ``all-linear`` means to peft."""
+    import torch
+
+    if model is None:
+        return ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    names = {
+        name.rsplit(".", 1)[-1]
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and ".layers." in f".{name}"
+    }
+    return sorted(names)
+
+
+def is_peft_model(model: Any) -> bool:
+    return model is not None and hasattr(model, "peft_config") and hasattr(model, "merge_and_unload")
 
 
 def load_model(
@@ -251,10 +326,17 @@ def load_model(
     unless ``drop_padding_mask`` is False (a baseline to measure that against)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    p = check_checkpoint(path, what)
+    p = check_checkpoint(path, what, base=cfg.base if what == "--model" else "")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype="float32")
+        if p is not None and is_adapter(p):
+            # the student trains its adapter on; a teacher runs merged
+            model, tokenizer = load_adapter_model(p, dtype="float32", merge=True, trainable=what == "--model")
+        else:
+            folder = p if p is not None else resolve_base(str(path) or cfg.base)
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype="float32")
+    except BaseError as e:
+        raise TrainError(str(e)) from None
     except (OSError, ValueError) as e:
         raise TrainError(f"{what} {path}: cannot load the checkpoint: {str(e).splitlines()[0][:300]}") from None
     if not tokenizer.chat_template:
@@ -535,8 +617,14 @@ def run_trainer(
 
 
 def save_final(trainer: Any, out: Path, manifest: dict[str, Any]) -> None:
-    """The final model in ``out``: LoRA adapters merged, so ``local:OUT`` loads it like any checkpoint."""
+    """The final model in ``out``. On a pretrained base: the adapter alone, its base named in
+    ``train.json`` (``local:OUT`` loads base + adapter). On a whole checkpoint (the tiny model):
+    the model, LoRA adapters merged, with its tokenizer."""
     model = trainer.accelerator.unwrap_model(trainer.model)
+    if manifest.get("base") and is_peft_model(model):
+        save_adapter(model, out)
+        write_manifest(out, manifest)
+        return
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
     model.save_pretrained(out)
@@ -551,6 +639,7 @@ def manifest_for(
         "manifest_version": MANIFEST_VERSION,
         "stage": cfg.stage,
         "parent": parent or None,
+        "base": start_base(parent or "", cfg),
         "data_hash": data_hash,
         "config": cfg.to_dict(),
         "packages": package_versions(),

@@ -36,7 +36,20 @@ class TrainConfig:
     """What every stage shares: where to write, what to start from, the optimiser and the schedule."""
 
     out: str = field(default="", metadata={"help": "Output folder: checkpoints, the final model and train.json."})
-    model: str = field(default="", metadata={"help": "Starting checkpoint (a save_pretrained folder)."})
+    model: str = field(
+        default="",
+        metadata={
+            "help": "Starting checkpoint: a save_pretrained folder, an adapter folder a stage wrote, or empty "
+            "to start from `base`."
+        },
+    )
+    base: str = field(
+        default="",
+        metadata={
+            "help": "Pretrained base LoRA adapters train on: a known base (smollm2-135m, fetched by `harnessctl "
+            "model fetch`), a Hugging Face folder or hub id; empty: --model is a whole checkpoint."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed of data order, sampling and initialisation."})
     max_steps: int = field(default=100, metadata={"help": "Optimizer steps to run."})
     learning_rate: float = field(default=5e-4, metadata={"help": "Peak learning rate."})
@@ -57,6 +70,13 @@ class TrainConfig:
     lora_r: int = field(default=0, metadata={"help": "LoRA rank; 0 trains every weight."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling."})
     lora_target_modules: str = field(default="all-linear", metadata={"help": "Modules LoRA wraps."})
+    lora_layers: str = field(
+        default="",
+        metadata={
+            "help": "Decoder layers LoRA wraps, e.g. 10-29 or 0,5,9; empty: all. On a CPU the top layers only "
+            "(backward stops early) train about twice as fast."
+        },
+    )
     harness: str = field(default="harnesses/livecommerce", metadata={"help": "Harness folder (RL episodes, eval)."})
     eval_suites: str = field(default="", metadata={"help": "Suites to evaluate at the end, comma-separated."})
     eval_limit: int = field(default=20, metadata={"help": "Cases per suite in the final evaluation."})
@@ -84,6 +104,11 @@ class TrainConfig:
             raise ConfigError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.lora_r < 0:
             raise ConfigError(f"lora_r must be 0 (full fine-tuning) or a positive rank, got {self.lora_r}")
+        if self.lora_layers:
+            try:
+                parse_layers(self.lora_layers)
+            except ValueError as e:
+                raise ConfigError(f"lora_layers: {e}") from None
         if self.eval_limit < 1:
             raise ConfigError(f"eval_limit must be at least 1, got {self.eval_limit}")
         suites = [s for s in self.eval_suites.split(",") if s.strip()]
@@ -411,6 +436,28 @@ def config_path(name: str | Path) -> Path:
     raise ConfigError(f"{name}: no such config file (shipped configs: {names})")
 
 
+def parse_layers(text: str) -> list[int]:
+    """Layer indices from ``10-29`` or ``0,5,9`` (ranges inclusive, mixed freely).
+
+    >>> parse_layers("0,2-4")
+    [0, 2, 3, 4]
+    """
+    layers: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        if not lo.strip().isdigit() or (sep and not hi.strip().isdigit()):
+            raise ValueError(f"expected layer numbers such as 10-29 or 0,5,9, got {text!r}")
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if last < first:
+            raise ValueError(f"range {part!r} runs backwards")
+        layers.extend(range(first, last + 1))
+    if not layers:
+        raise ValueError(f"no layers in {text!r}")
+    return sorted(set(layers))
+
+
 def read_config_file(stage: str, path: str | Path) -> dict[str, Any]:
     """The values a YAML config file sets for ``stage`` (top level, then the stage's own section)."""
     from ruamel.yaml import YAML, YAMLError
@@ -422,8 +469,15 @@ def read_config_file(stage: str, path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{p}: a config file is a mapping of field: value")
-    values = {k: v for k, v in doc.items() if k not in STAGES and k != "accelerate"}
+    # ``base`` is both a field (the pretrained base, a string) and stage 0's section (a mapping)
+    values = {
+        k: v
+        for k, v in doc.items()
+        if k != "accelerate" and (k not in STAGES or (k == "base" and not isinstance(v, dict)))
+    }
     section = doc.get(stage) or {}
+    if stage == "base" and not isinstance(section, dict):
+        section = {}
     if not isinstance(section, dict):
         raise ConfigError(f"{p}: section {stage!r} must be a mapping of field: value")
     values.update(section)

