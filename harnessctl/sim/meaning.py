@@ -720,8 +720,12 @@ _RETRACTED = re.compile(
 _QUESTION_OPENERS = re.compile(
     r"^\W*(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|maybe|perhaps|isn't|aren't)\b"
 )
+#: A question that ends on a hedge: what came before it is a guess.
+_HEDGED = re.compile(r"[,\s](?:maybe|perhaps|possibly|or so|or not|i think|i guess|i believe)\s*\?+\s*$")
 #: Questions that offer something: the fact in them is said, not doubted.
-_OFFER = re.compile(r"\b(?:want|wanna|would you like|like to see|how about|shall i|fancy|interested in|care for)\b")
+_OFFER = re.compile(
+    r"\b(?:want|wanna|would you like|like to see|how about|shall i|fancy|interested in|care for|do you want)\b"
+)
 #: A leading "No" that answers the viewer's question: the interjection, with its punctuation ("No,
 #: ...", "Nope!"); "No need", "No coupon" are determiners, read in their clause.
 _LEADING_NO = re.compile(r"^\W*(?:(?:sadly|sorry|unfortunately),?\s+)?(?:no|nope|nah)\s*(?:[,.!;:—-]|$)")
@@ -792,11 +796,18 @@ def _negations_before(words: list[str]) -> int:
 
 
 def _asked(text: str, span: tuple[int, int], clause: tuple[int, int], sentence: tuple[int, int]) -> bool:
+    """Whether the mention is asked about: its clause ends with "?" (and its sentence offers
+    nothing: "..., want that one?"), or its sentence opens as a question that is not an offer
+    ("Is it true that ...?" asks, "Would you like ...?" offers)."""
     s_left, s_right = sentence
-    asked = text[clause[1] : clause[1] + 1] == "?" or (
-        text[s_left:s_right].rstrip().endswith("?") and bool(_QUESTION_OPENERS.match(text[s_left : span[0]]))
-    )
-    return asked and not _OFFER.search(text[s_left:s_right])
+    said = text[s_left:s_right]
+    if not said.rstrip().endswith("?") and text[clause[1] : clause[1] + 1] != "?":
+        return False
+    if _QUESTION_OPENERS.match(text[s_left : span[0]]):
+        return not _OFFER.match(said.lstrip(" \"'([*"))
+    if _HEDGED.search(said):
+        return True  # "Size S, maybe?", "$13.90 or so?"
+    return text[clause[1] : clause[1] + 1] == "?" and not _OFFER.search(said)
 
 
 def _contradicted_by_no(text: str, span: tuple[int, int], kind: str, own: str, question: str | None) -> bool:
