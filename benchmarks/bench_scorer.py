@@ -1,7 +1,9 @@
 """Benchmark of the scorer as an instrument: what it passes and fails, measured on real data.
 
 1. Labelled replies (``tests/sim/data/labelled_replies.jsonl``): the share the scorer reads right
-   on the correct side and on the wrong side (goal: at least 0.97 each), per batch.
+   on the correct side and on the wrong side (goal: at least 0.97 each), per batch; beside it the
+   polarity set (``tests/sim/data/polarity_replies.jsonl``: rewordings and negations derived from
+   oracle replies on livestream cases), each side and each family.
 2. Probes built from the oracle on the livestream suite (see :mod:`harnessctl.sim.probes`): the
    oracle, its reply negated, reworded, padded past ``max_reply_chars``, and the harness-blind
    reference under a copy with tightened constraints.
@@ -40,29 +42,52 @@ from harnessctl.sim.templates import message_overlap
 HARNESS = REPO / "harnesses" / "livecommerce"
 EVALS = REPO / "evals"
 LABELLED = REPO / "tests" / "sim" / "data" / "labelled_replies.jsonl"
+POLARITY = REPO / "tests" / "sim" / "data" / "polarity_replies.jsonl"
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def judged_correct(r: dict) -> bool:
+    """The scorer's reading of a labelled reply: every fact (one of each any-of group) stated, of
+    its own product where the row names them, with the viewer's question where the row has it."""
+    subj = r.get("subjects") or {}
+
+    def said(f: str) -> bool:
+        return states(f, r["reply"], subject=subj.get(f), others=list(subj.values()), question=r.get("query"))
+
+    return all(said(f) for f in r["facts"]) and all(any(said(f) for f in g) for g in r["any_facts"])
+
+
+def _sides(rows: list[dict]) -> str:
+    parts = []
+    for side in ("correct", "wrong"):
+        side_rows = [r for r in rows if r["label"] == side]
+        right = sum(judged_correct(r) == (side == "correct") for r in side_rows)
+        parts.append(f"{side} {right}/{len(side_rows)} = {right / len(side_rows):.3f}" if side_rows else f"{side} -")
+    return "   ".join(parts)
+
+
+def polarity_accuracy() -> None:
+    rows = _read(POLARITY)
+    print(f"   polarity set: {len(rows)} over {len({r['intent'] for r in rows})} intents   {_sides(rows)}")
+    families = collections.defaultdict(list)
+    for r in rows:
+        families[(r["label"], r["family"])].append(r)
+    for (label, family), fam in sorted(families.items()):
+        right = sum(judged_correct(r) == (label == "correct") for r in fam)
+        print(f"     {label:7s} {family:13s} {right}/{len(fam)}")
 
 
 def labelled_accuracy() -> None:
-    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-    def judged_correct(r: dict) -> bool:
-        subj = r.get("subjects") or {}
-
-        def said(f: str) -> bool:
-            return states(f, r["reply"], subject=subj.get(f), others=list(subj.values()))
-
-        return all(said(f) for f in r["facts"]) and all(any(said(f) for f in g) for g in r["any_facts"])
-
+    rows = _read(LABELLED)
     print(f"1. labelled replies: {len(rows)} over {len({r['intent'] for r in rows})} intents")
     batches = ["all", *sorted({r.get("batch", "first") for r in rows})]
     for batch in batches:
         chosen = [r for r in rows if batch == "all" or r.get("batch", "first") == batch]
-        parts = []
-        for side in ("correct", "wrong"):
-            side_rows = [r for r in chosen if r["label"] == side]
-            right = sum(judged_correct(r) == (side == "correct") for r in side_rows)
-            parts.append(f"{side} {right}/{len(side_rows)} = {right / len(side_rows):.3f}")
-        print(f"   {batch:8s} " + "   ".join(parts))
+        print(f"   {batch:8s} " + _sides(chosen))
+    polarity_accuracy()
 
 
 def pass_rates(items: list, model_name: str, resolver: HarnessResolver) -> dict[str, tuple[int, int]]:

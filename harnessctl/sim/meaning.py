@@ -620,8 +620,9 @@ def polarity(
     before = _unidiom(text[left : span[0]])
     words = re.findall(r"[\w']+", before)
     inherited = _inherited_negation(text, left, right, s_left)
-    if (_negations_before(words) + inherited) % 2 != negative:
-        return -1  # a negative fact's core must be negated once, any other fact not at all
+    negations = _negations_before(words) + inherited
+    if (negations % 2 == 0) if negative else negations:
+        return -1  # a negative fact's core must be negated once (or thrice), any other fact not at all
     if negative:
         return 1
     tail = " " + " ".join(words[-4:]) + " "
