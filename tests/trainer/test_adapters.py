@@ -133,3 +133,24 @@ def test_distill_continues_the_adapter_with_its_base_as_the_teacher(adapter, sma
     assert manifest["teacher"] == str(small_base)
     assert manifest["base"]["fingerprint"] == base_fingerprint(small_base)
     assert (out / "adapter_model.safetensors").is_file() and not (out / "model.safetensors").exists()
+
+
+def test_the_embedded_server_answers_for_the_adapter_what_it_writes_in_process(adapter, livecommerce_path):
+    from harnessctl.harness import load_harness, render_harness
+    from harnessctl.models import GenerationSettings
+    from harnessctl.models.litellm_backend import LiteLLMModel
+    from harnessctl.models.local import LocalModel
+    from harnessctl.models.server import serve_in_background
+
+    rendered = render_harness(load_harness(livecommerce_path, validate=False))
+    chat = [{"role": "system", "content": rendered.system_prompt}, {"role": "user", "content": "stock check: rose"}]
+    settings = GenerationSettings(max_tokens=16)
+    model = LocalModel(f"local:{adapter}")
+    direct = model.generate(chat, rendered.tools, settings)
+    url, stop = serve_in_background(model, model_name="sft")
+    try:
+        served = LiteLLMModel("openai/sft", api_base=url).generate(chat, rendered.tools, settings)
+    finally:
+        stop()
+    assert (served.content, served.tool_calls) == (direct.content, direct.tool_calls)
+    assert served.completion_tokens == direct.completion_tokens > 0
