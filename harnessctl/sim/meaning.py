@@ -689,7 +689,9 @@ _NEGATION_IDIOMS = (
     "don't hesitate",
     "do not miss",
     "never miss",
-    "never been",
+    "never been cheaper",
+    "never been better",
+    "never been easier",
     "can't go wrong",
     "cannot go wrong",
     "can't beat",
@@ -723,6 +725,11 @@ _QUESTION_OPENERS = re.compile(
 )
 #: A question that ends on a hedge: what came before it is a guess.
 _HEDGED = re.compile(r"[,\s](?:maybe|perhaps|possibly|or so|or not|i think|i guess|i believe)\s*\?+\s*$")
+#: A trailing question that doubts what came before it ("..., is that right?"); a negative tag
+#: ("..., isn't that a steal?") affirms it and is not one.
+_DOUBTING_TAG = re.compile(
+    r"[,;]\s*(?:or\s+)?(?:is|was|are|were|did|does|do)\s+(?:that|it|this|they)\b[^,;.!?]*\?+\s*$"
+)
 #: Questions that offer something: the fact in them is said, not doubted.
 _OFFER = re.compile(
     r"\b(?:want|wanna|would you like|like to see|how about|shall i|fancy|interested in|care for|do you want)\b"
@@ -806,8 +813,8 @@ def _asked(text: str, span: tuple[int, int], clause: tuple[int, int], sentence: 
         return False
     if _QUESTION_OPENERS.match(text[s_left : span[0]]):
         return not _OFFER.match(said.lstrip(" \"'([*"))
-    if _HEDGED.search(said):
-        return True  # "Size S, maybe?", "$13.90 or so?"
+    if _HEDGED.search(said) or _DOUBTING_TAG.search(said):
+        return True  # "Size S, maybe?", "$13.90, or was that yesterday?", "HT7052, is that yours?"
     return text[clause[1] : clause[1] + 1] == "?" and not _OFFER.search(said)
 
 
