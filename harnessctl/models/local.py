@@ -484,7 +484,7 @@ def _after_calls(text: str) -> bool:
     """Whether ``text`` closed a tool call and then began something other than whitespace or
     another ``<tool_call>``.
 
-    >>> _after_calls('{"a": 1}</tool_call>Sure!'), _after_calls('</tool_call>\n<tool'), _after_calls('</tool_call>')
+    >>> _after_calls('{"a": 1}</tool_call>Sure!'), _after_calls('</tool_call> <tool'), _after_calls('</tool_call>')
     (True, False, False)
     """
     end = text.rfind(TOOL_CALL_CLOSE)
