@@ -27,7 +27,7 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         "-c",
-        help="Config file, or a shipped one: tiny-cpu, lora-8b-1gpu, multi-gpu. Without it, the built-in defaults (trainer/config.py), which are not tiny-cpu's.",
+        help="Config file, or a shipped one: smollm2-cpu (LoRA on the pretrained base), tiny-cpu, lora-8b-1gpu, multi-gpu. Without it, the built-in defaults (trainer/config.py), which are not tiny-cpu's.",
     ),
 ]
 OutOpt = Annotated[
