@@ -493,7 +493,9 @@ def runs(
 
 
 def _model_label(model: Any) -> str:
-    return "oracle*" if model == "oracle" else str(model)
+    from harnessctl.eval.summary import shipped_name
+
+    return "oracle*" if model == "oracle" else shipped_name(model)
 
 
 def compare(
@@ -544,9 +546,14 @@ def compare(
             skipped_a=(a.summary() or {}).get("skipped"),
             skipped_b=(b.summary() or {}).get("skipped"),
         )
+    models = {"a": _run_model(a.manifest), "b": _run_model(b.manifest)}
     if as_json:
-        print_json(cmp.to_dict())
+        print_json({**cmp.to_dict(), "models": models})
     else:
+        for side, run in (("A", cmp.run_a), ("B", cmp.run_b)):
+            m = models[side.lower()]
+            memorised = f" · memorised {m['reference']['label']}" if m["reference"] else ""
+            out.print(f"[dim]{side}: {run} · model {m['model']}{memorised}[/]")
         _print_comparison(cmp, threshold, show_flips)
     if cmp.regression:
         if not as_json:
@@ -554,6 +561,11 @@ def compare(
             what = "its whole 95% interval" if gate == "interval" else "its estimate"
             err.print(f"[bold red]regression[/] in {names}: more than {_points(threshold)} below {cmp.run_a} ({what})")
         raise typer.Exit(EXIT_DIFFERENT)
+
+
+def _run_model(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The run's model and, for the harness-blind reference, the surface it memorised."""
+    return {"model": manifest.get("model"), "reference": manifest.get("reference")}
 
 
 def _points(n: float) -> str:

@@ -17,6 +17,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from harnessctl.eval.compare import MIN_WORSE_FOR_INTERVAL
+from harnessctl.loop.release import GATE_PER_ELEMENT, GATE_SUITE_CASES
+from harnessctl.models.registry import ORACLE_BLIND as ORACLE_BLIND_NAME
+from harnessctl.models.registry import memorised_surface
 from harnessctl.progress import progress_bars
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
@@ -416,7 +420,8 @@ def loop(
                 message=f"loop {result.loop_id}: " + "; ".join(r["proposal"] for r in result.kept),
             )
     if as_json:
-        print_json(result.to_dict() | {"applied": applied.to_dict() if applied else None})
+        reference = memorised_surface(config.model)
+        print_json(result.to_dict() | {"applied": applied.to_dict() if applied else None, "reference": reference})
         return
     table = Table(title=f"loop {result.loop_id} — {result.stopped}", title_justify="left")
     for col in (
@@ -442,6 +447,9 @@ def loop(
             "[green]yes[/]" if row["kept"] else f"[red]no[/] ({row['reason']})",
         )
     out.print(table)
+    reference = memorised_surface(config.model)
+    if reference:
+        out.print(f"model {config.model} memorising {reference['label']}")
     out.print(
         "baseline "
         + ", ".join(f"{s} {v:.1f}" for s, v in result.baseline.items())
@@ -464,7 +472,15 @@ def release(
             "--gate/--no-gate", help="Evaluate before releasing (the evolution suite, the standard suites, latency)."
         ),
     ] = True,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="The deployed model (needed with --gate).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="The deployed model (needed with --gate). oracle-blind stands for a model trained under "
+            "production: it memorises production's surface; oracle-blind@REV memorises that version, tag or commit.",
+        ),
+    ] = None,
     harness: HarnessOpt = None,
     api_base: ApiBaseOpt = None,
     production: Annotated[
@@ -472,17 +488,37 @@ def release(
         typer.Option("--production", help="Compare against this version or revision instead of the production ref."),
     ] = None,
     suite: SuiteOpt = "livestream,robustness",
-    limit: LimitOpt = 6,
-    per_element: Annotated[int, typer.Option("--per-element", min=1, help="Evolution cases per changed element.")] = 3,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit",
+            min=1,
+            help=f"Cases per standard suite (an evenly spread sample; default {GATE_SUITE_CASES}: a change that "
+            f"breaks one intent in fifteen still gives the interval rule its {MIN_WORSE_FOR_INTERVAL} worse cases).",
+        ),
+    ] = GATE_SUITE_CASES,
+    per_element: Annotated[
+        int,
+        typer.Option(
+            "--per-element",
+            min=1,
+            help=f"Evolution cases per changed element (default {GATE_PER_ELEMENT}: half of them broken still gives "
+            f"the interval rule its {MIN_WORSE_FOR_INTERVAL} worse cases).",
+        ),
+    ] = GATE_PER_ELEMENT,
     threshold: ThresholdOpt = 1.0,
     regression_rule: Annotated[
         str,
         typer.Option(
             "--regression-rule",
-            help="What must lie beyond --threshold to refuse: 'point' (the drop's estimate) or 'interval' "
-            "(its whole 95% interval, as `compare --gate interval`).",
+            help="What must lie beyond --threshold to refuse: 'interval' (the drop's whole 95% interval, as "
+            f"`compare --gate interval`; it needs at least {MIN_WORSE_FOR_INTERVAL} paired cases that got worse in "
+            "a suite) or 'point' (the drop's estimate).",
         ),
-    ] = "point",
+    ] = "interval",
+    seed: Annotated[
+        int, typer.Option("--seed", help="Which evenly spread sample of cases the gate draws (0: the first).")
+    ] = 0,
     latency_budget: Annotated[
         str, typer.Option("--latency-budget", help="P95 reply latency budget, e.g. 15s.")
     ] = "15s",
@@ -521,6 +557,7 @@ def release(
                 per_element=per_element,
                 threshold=threshold,
                 regression_rule=regression_rule,
+                seed=seed,
                 latency_budget_s=_duration(latency_budget, "--latency-budget"),
                 jobs=jobs,
                 runs_dir=str(runs_dir),
@@ -548,6 +585,8 @@ def release(
 
 
 def _print_release(r: Any) -> None:
+    if r.reference:
+        out.print(f"model {ORACLE_BLIND_NAME} memorising {r.reference['label']}")
     if r.evolution:
         ev = r.evolution
         out.print(f"evolution suite: {ev['cases']} cases over {len(ev['coverage'])} changed element(s)")
@@ -556,16 +595,19 @@ def _print_release(r: Any) -> None:
         for path, why in ev["uncovered"].items():
             out.print(Text(f"  {path}: not exercised ({why})", style="yellow"))
     if r.comparison:
-        table = Table(title=f"{r.production_label} → {r.version}", title_justify="left")
-        for col in ("suite", "production", "candidate", "delta", "n", "pass→fail"):
+        title = f"{r.production_label} → {r.version} · {r.comparison['gate']} rule"
+        table = Table(title=title, title_justify="left")
+        for col in ("suite", "production", "candidate", "delta", "95% interval", "n", "pass→fail"):
             table.add_column(col, justify="right" if col not in ("suite",) else "left")
         for s, d in r.comparison["suites"].items():
             style = "red" if d["regression"] else ""
+            iv = d["delta"]
             table.add_row(
                 s,
                 f"{d['score_a']:.1f}",
                 f"{d['score_b']:.1f}",
-                Text(f"{d['delta']['value']:+.1f}", style=style),
+                Text(f"{iv['value']:+.1f}", style=style),
+                f"[{iv['low']:+.1f}, {iv['high']:+.1f}]" if d["n_paired"] > 1 else "one case",
                 str(d["n_paired"]),
                 str(len(d["pass_to_fail"])),
             )
@@ -576,9 +618,9 @@ def _print_release(r: Any) -> None:
             f"latency per reply: P50 {lat['p50']:.2f}s · P95 {lat['p95']:.2f}s · P99 {lat['p99']:.2f}s (budget {lat['budget_s']:g}s)"
         )
     if not r.passed:
-        out.print(
-            f"[bold red]release {r.version} refused[/]: " + "; ".join(r.reasons) + " — nothing was tagged or moved"
-        )
+        out.print(f"[bold red]release {r.version} refused[/] — nothing was tagged or moved:")
+        for reason in r.reasons:
+            out.print(Text(f"  {reason}"))
         return
     if r.dry_run:
         out.print(f"[bold green]gate passed[/] for {r.version} (dry run: nothing tagged or moved)")

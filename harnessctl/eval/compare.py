@@ -100,6 +100,10 @@ class Comparison:
 GATES = ("point", "interval")
 #: Paired cases a suite needs before its interval says anything (one case resamples to itself).
 MIN_PAIRED_FOR_INTERVAL = 2
+#: Paired cases that must get worse (the others unchanged) before the 95 % bootstrap interval can
+#: lie wholly below 0: a resample leaves out all k of n with probability (1 - k/n)^n ≈ e^-k, under
+#: the 2.5 % tail from k = 4. The interval rule cannot refuse a suite on fewer worse cases.
+MIN_WORSE_FOR_INTERVAL = 4
 
 
 class SuiteVersionError(ValueError):

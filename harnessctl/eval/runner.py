@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.models.registry import memorised_surface
 from harnessctl.runtime.record import EpisodeRecord, ModelStep, Termination
 
 from .cache import CallCache, EvalBackend
@@ -269,6 +270,9 @@ def build_manifest(config: EvalConfig, items: dict[str, list[SuiteItem]], harnes
             "commit": commit,
             "dirty": dirty,
         },
+        # The harness-blind reference's memorised surface (None for any other model): a blind
+        # reference is a different model for every surface it memorised.
+        "reference": memorised_surface(config.model),
         "suites": {s: {**suite_info(s, config.evals_dir), "planned_cases": len(v)} for s, v in items.items()},
         "planned": {s: len(v) * config.repeat for s, v in items.items()},
         "case_ids": {s: [i.id for i in v] for s, v in items.items()},

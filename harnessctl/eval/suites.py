@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -196,19 +197,21 @@ def suite_info(name: str, evals_dir: str | Path = "evals") -> dict[str, Any]:
     return info
 
 
-def sample(items: list[SuiteItem], limit: int | None) -> list[SuiteItem]:
+def sample(items: list[SuiteItem], limit: int | None, seed: int = 0) -> list[SuiteItem]:
     """A deterministic, evenly spread sample of ``limit`` items (all of them when ``None``):
-    spreading keeps every intent and family represented, which the first N would not.
+    spreading keeps every intent and family represented, which the first N would not. A non-zero
+    ``seed`` shifts each pick within its stride, so other seeds draw other cases, still spread.
 
-    >>> [i for i in sample(list(range(10)), 3)]
-    [0, 3, 6]
+    >>> [i for i in sample(list(range(10)), 3)], [i for i in sample(list(range(10)), 3, seed=1)]
+    ([0, 3, 6], [0, 3, 7])
     """
     if limit is None or limit >= len(items):
         return list(items)
     if limit <= 0:
         return []
     step = len(items) / limit
-    return [items[int(i * step)] for i in range(limit)]
+    offset = random.Random(seed).random() if seed else 0.0
+    return [items[min(len(items) - 1, int((i + offset) * step))] for i in range(limit)]
 
 
 def write_suite(name: str, items: Iterable[SuiteItem], evals_dir: str | Path = "evals") -> Path:

@@ -76,9 +76,10 @@ def _uses_history(spec: Any) -> bool:
 
 
 def standard_items(
-    suites: list[str], evals_dir: str | Path = "evals", limit: int | None = None
+    suites: list[str], evals_dir: str | Path = "evals", limit: int | None = None, seed: int = 0
 ) -> dict[str, list[SuiteItem]]:
-    """The agent suites' items, history cases left out, an evenly spread ``limit`` per suite.
+    """The agent suites' items, history cases left out, an evenly spread ``limit`` per suite
+    (``seed``: which spread sample, see :func:`~harnessctl.eval.suites.sample`).
 
     >>> {s: len(v) for s, v in standard_items(["livestream"], "evals", limit=4).items()}   # doctest: +SKIP
     {'livestream': 4}
@@ -88,7 +89,7 @@ def standard_items(
         if suite not in AGENT_SUITES:
             raise ValueError(f"unknown or non-agent suite {suite!r}: choose from {', '.join(AGENT_SUITES)}")
         items = [i for i in load_suite(suite, evals_dir) if not _uses_history(i.harness)]
-        out[suite] = sample(items, limit)
+        out[suite] = sample(items, limit, seed)
     return out
 
 

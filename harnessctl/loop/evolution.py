@@ -84,11 +84,12 @@ def changed_elements(diff: HarnessDiff) -> dict[str, list[Change]]:
 
 
 def build_evolution_suite(
-    diff: HarnessDiff, pool: list[SuiteItem], *, per_element: int = 3, harness: Any | None = None
+    diff: HarnessDiff, pool: list[SuiteItem], *, per_element: int = 3, harness: Any | None = None, seed: int = 0
 ) -> EvolutionSuite:
     """The evolution suite for ``diff`` drawn from ``pool`` (agent cases that run under the
     harness under evaluation); ``harness`` is the candidate, used to follow a prompt block's
-    references to tools, skills and variables.
+    references to tools, skills and variables; ``seed`` picks which cases (see
+    :func:`~harnessctl.eval.suites.sample`).
 
     >>> build_evolution_suite(diff, load_suite("livestream"), per_element=2).coverage   # doctest: +SKIP
     {'tool:promotions': ['evo-001-ls-price-51001-0012', 'evo-002-ls-flash_sale-51001-1003']}
@@ -102,7 +103,7 @@ def build_evolution_suite(
             suite.uncovered[path] = "removed: the cases that expect it are retired with it"
             continue
         tiers, why = _select(changes[0], pool, harness)
-        chosen = _pick(tiers, per_element)
+        chosen = _pick(tiers, per_element, seed)
         if not chosen:
             suite.uncovered[path] = why or (
                 "added: no suite case asks for it yet" if ADDED in kinds else "no suite case involves it"
@@ -121,11 +122,11 @@ def build_evolution_suite(
     return suite
 
 
-def _pick(tiers: list[list[SuiteItem]], n: int) -> list[SuiteItem]:
+def _pick(tiers: list[list[SuiteItem]], n: int, seed: int = 0) -> list[SuiteItem]:
     """``n`` items, an evenly spread sample of the first tier, topped up from the next ones."""
     out: list[SuiteItem] = []
     for tier in tiers:
-        out += sample(tier, n - len(out))
+        out += sample(tier, n - len(out), seed)
         if len(out) >= n:
             break
     return out

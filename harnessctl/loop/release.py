@@ -9,12 +9,22 @@
    (:mod:`harnessctl.loop.evolution`) and joined to the standard suites (an evenly spread
    ``limit`` per suite);
 3. the deployed model runs the same cases under production and under the candidate; the two runs
-   are compared with the ``compare`` rules (a suite more than ``threshold`` points down is a
-   regression), and the candidate's P95 reply latency is checked against the budget (15 s);
+   are compared with the ``compare`` rules (by default the interval rule: a suite whose whole 95 %
+   interval lies more than ``threshold`` points down is a regression), and the candidate's P95
+   reply latency is checked against the budget (15 s). The harness-blind reference plays the
+   deployed model trained under production: a bare ``oracle-blind`` memorises production's
+   surface, ``oracle-blind@REV`` that revision's of the gated harness;
 4. on a pass: the version is tagged (:meth:`HarnessStore.tag`), the production ref moves to it
    (with a reflog entry, for :func:`rollback`) and a release note is written: the changelog from
-   the diff and the eval table. On a refusal nothing in git changes and no note is written —
-   only the two evaluation runs stay on disk, where a second attempt resumes them.
+   the diff and the eval table with each suite's interval. On a refusal nothing in git changes and
+   no note is written — only the two evaluation runs stay on disk, where a second attempt resumes
+   them — and the reasons name the changed elements whose cases got worse and those cases.
+
+Sizes. The interval rule can refuse a suite only when at least
+:data:`~harnessctl.eval.compare.MIN_WORSE_FOR_INTERVAL` (4) of its paired cases got worse. The
+defaults give it room: :data:`GATE_PER_ELEMENT` (8) evolution cases per changed element, so an
+edit that breaks half of an element's cases is seen, and :data:`GATE_SUITE_CASES` (60) per
+standard suite, so one that breaks one intent of the fifteen is.
 
 >>> result = release("harnesses/livecommerce", "v4", gate=GateConfig(model="openai/tiny", api_base=URL))   # doctest: +SKIP
 >>> result.passed, result.pointer                                                                          # doctest: +SKIP
@@ -23,6 +33,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import tempfile
 from collections.abc import Callable
@@ -31,11 +42,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harnessctl.eval.compare import GATES, Comparison, compare_results
+from harnessctl.eval.compare import GATES, MIN_WORSE_FOR_INTERVAL, Comparison, compare_results
 from harnessctl.eval.stats import latency_stats
 from harnessctl.harness.diff import HarnessDiff, diff_harnesses, summary_phrases
 from harnessctl.harness.errors import Issue
-from harnessctl.harness.store import HarnessStore, StoreError, is_version_name
+from harnessctl.harness.store import HarnessStore, ResolvedHarness, StoreError, is_version_name
+from harnessctl.models.registry import ORACLE_BLIND, blind_parts, is_oracle_blind, memorised_surface
 
 from .evaluate import LoopRun, evaluate_items, standard_items
 from .evolution import SUITE as EVOLUTION
@@ -43,6 +55,12 @@ from .evolution import EvolutionSuite, build_evolution_suite
 
 POINTER_PREFIX = "refs/production/"
 DEFAULT_BUDGET_S = 15.0
+#: Cases per standard suite: one intent in fifteen broken gives the interval rule its 4 worse cases.
+GATE_SUITE_CASES = 15 * MIN_WORSE_FOR_INTERVAL
+#: Evolution cases per changed element: half of them broken gives the interval rule its 4.
+GATE_PER_ELEMENT = 2 * MIN_WORSE_FOR_INTERVAL
+#: Cases a refusal lists per failing element or suite.
+SHOWN_CASES = 5
 
 
 def pointer_name(harness_name: str) -> str:
@@ -61,12 +79,13 @@ class GateConfig:
     model: str
     api_base: str | None = None
     suites: list[str] = field(default_factory=lambda: ["livestream", "robustness"])
-    limit: int | None = 6  # cases per standard suite
-    per_element: int = 3  # evolution cases per changed element
+    limit: int | None = GATE_SUITE_CASES  # cases per standard suite
+    per_element: int = GATE_PER_ELEMENT  # evolution cases per changed element
     threshold: float = 1.0  # points a suite may drop before it is a regression
-    # "point": the drop's estimate past the threshold fails; "interval": only a drop whose whole
-    # 95% interval lies past it (see harnessctl.eval.compare.GATES).
-    regression_rule: str = "point"
+    # "interval": only a drop whose whole 95% interval lies past the threshold fails; "point": the
+    # drop's estimate past it (see harnessctl.eval.compare.GATES).
+    regression_rule: str = "interval"
+    seed: int = 0  # which evenly spread sample of cases (0: the stride's first case)
     latency_budget_s: float = DEFAULT_BUDGET_S
     jobs: int = 2
     runs_dir: str = "runs"
@@ -95,9 +114,12 @@ class ReleaseResult:
     production: str | None  # commit of the production version compared against
     production_label: str | None
     passed: bool
+    model: str | None = None  # the model the gate ran, as resolved (oracle-blind pinned to a surface)
+    reference: dict[str, Any] | None = None  # the surface the harness-blind reference memorised
     reasons: list[str] = field(default_factory=list)
     diff: dict[str, Any] | None = None
     evolution: dict[str, Any] | None = None
+    failing: list[dict[str, Any]] = field(default_factory=list)  # {suite, element?, cases, worse}
     comparison: dict[str, Any] | None = None
     latency: dict[str, Any] | None = None
     runs: dict[str, str] = field(default_factory=dict)
@@ -182,6 +204,10 @@ def release(
     diff = diff_harnesses(prod.harness, cand.harness, from_label=prod_ref or "", to_label=version) if prod else None
     result.diff = diff.to_dict() if diff else None
     if gate is not None:
+        from dataclasses import replace
+
+        gate = replace(gate, model=gate_model(gate.model, store, prod))
+        result.model, result.reference = gate.model, memorised_surface(gate.model)
         _gate(result, gate, cand.harness, prod.harness if prod else None, diff, progress, backend)
     if not result.passed or dry_run:
         return result
@@ -196,6 +222,34 @@ def release(
     return result
 
 
+def gate_model(model: str, store: HarnessStore, production: ResolvedHarness | None) -> str:
+    """The model string a gate runs. The harness-blind reference stands for the deployed model,
+    trained under production, so a bare ``oracle-blind`` memorises production's surface and
+    ``oracle-blind@REV`` that revision of the gated harness; any other model, or an
+    ``oracle-blind:<folder>``, is run as named.
+
+    >>> gate_model("oracle", store, prod)                        # doctest: +SKIP
+    'oracle'
+    >>> gate_model("oracle-blind", store, prod)                  # doctest: +SKIP
+    'oracle-blind:/repo/harnesses/livecommerce@9f0c2e1...'
+    """
+    if not is_oracle_blind(model) or model.startswith(ORACLE_BLIND + ":"):
+        return model
+    _, rev = blind_parts(model)
+    if rev is None:
+        if production is None or production.commit is None:
+            raise StoreError(
+                Issue(
+                    store.rel or ".",
+                    "oracle-blind memorises production's surface, and there is no production version yet",
+                    hint=f"name the surface it memorised: --model {ORACLE_BLIND}@v1 (a version, tag or commit)",
+                )
+            )
+        rev = production.version or production.commit  # a version reads better, names the same commit
+    folder = Path(str(store.harness_dir)).resolve()
+    return f"{ORACLE_BLIND}:{folder}@{rev}"
+
+
 def _gate(
     result: ReleaseResult,
     gate: GateConfig,
@@ -205,11 +259,11 @@ def _gate(
     progress: Callable[[str, int, int], None] | None,
     backend: Any | None,
 ) -> None:
-    items = standard_items(gate.suites, gate.evals_dir, gate.limit)
+    items = standard_items(gate.suites, gate.evals_dir, gate.limit, gate.seed)
     evo: EvolutionSuite | None = None
     if diff is not None:
         pool = [i for s in ("livestream", "robustness") for i in standard_items([s], gate.evals_dir, None)[s]]
-        evo = build_evolution_suite(diff, pool, per_element=gate.per_element, harness=candidate)
+        evo = build_evolution_suite(diff, pool, per_element=gate.per_element, harness=candidate, seed=gate.seed)
         result.evolution = evo.to_dict()
         if evo.items:
             items[EVOLUTION] = evo.items
@@ -224,12 +278,14 @@ def _gate(
         "evals_dir": gate.evals_dir,
         "backend": backend,
     }
+    # A second attempt resumes its runs; the model and the sample are part of what a run is.
+    tag = hashlib.sha1(f"{gate.model}|{gate.seed}".encode()).hexdigest()[:8]
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
         cand_dir = _write(candidate, Path(tmp) / "candidate")
         run_c = evaluate_items(
             items,
             harness_path=cand_dir,
-            run_id=f"release-{result.version}-{result.candidate[:7]}",
+            run_id=f"release-{result.version}-{result.candidate[:7]}-{tag}",
             progress=progress,
             **common,
         )
@@ -240,7 +296,7 @@ def _gate(
             run_p = evaluate_items(
                 items,
                 harness_path=prod_dir,
-                run_id=f"production-{str(result.production)[:7]}-for-{result.version}-{result.candidate[:7]}",
+                run_id=f"production-{str(result.production)[:7]}-for-{result.version}-{result.candidate[:7]}-{tag}",
                 progress=progress,
                 **common,
             )
@@ -257,6 +313,7 @@ def _gate(
     result.latency = _latency(run_c, gate.latency_budget_s)
     reasons = []
     if cmp is not None and cmp.regression:
+        worse = _worse_cases(run_p.results, run_c.results)
         for s, d in cmp.suites.items():
             if d.regression:
                 spread = (
@@ -268,6 +325,11 @@ def _gate(
                     f"regression on {s}: {d.score_a:.1f} -> {d.score_b:.1f} ({d.delta.value:+.1f} points, {spread}; "
                     f"threshold {gate.threshold:g})"
                 )
+                result.failing += _failing(s, worse.get(s, {}), d.n_paired, evo if s == EVOLUTION else None)
+        for f in result.failing:
+            what = f"element {f['element']}" if f.get("element") else f"suite {f['suite']}"
+            shown = ", ".join(f["cases"][:SHOWN_CASES]) + (" ..." if len(f["cases"]) > SHOWN_CASES else "")
+            reasons.append(f"{what}: {len(f['cases'])} of {f['of']} cases worse ({shown})")
     p95 = result.latency.get("p95")
     if p95 is None or math.isnan(p95):
         reasons.append("no reply latency measured (every case failed to run)")
@@ -278,6 +340,31 @@ def _gate(
         reasons.append(f"every case of the candidate run failed to run ({run_c.results[0].error})")
     result.reasons = reasons
     result.passed = not reasons
+
+
+def _worse_cases(production: list[Any], candidate: list[Any]) -> dict[str, dict[str, float]]:
+    """Suite -> case id -> points lost, for the paired cases that scored lower under the candidate."""
+    before = {r.key: r for r in production}
+    out: dict[str, dict[str, float]] = {}
+    for r in candidate:
+        p = before.get(r.key)
+        if p is not None and r.score < p.score:
+            out.setdefault(r.suite, {})[r.case_id] = round(100.0 * (p.score - r.score), 1)
+    return out
+
+
+def _failing(suite: str, worse: dict[str, float], paired: int, evo: EvolutionSuite | None) -> list[dict[str, Any]]:
+    """What a refusal names: for the evolution suite, each changed element with its cases that
+    got worse (most points lost first); for a standard suite, its cases that got worse."""
+    order = sorted(worse, key=lambda c: (-worse[c], c))
+    if evo is None:
+        return [{"suite": suite, "element": None, "cases": order, "of": paired}] if order else []
+    out = []
+    for element, ids in evo.coverage.items():
+        hit = [c for c in order if c in set(ids)]
+        if hit:
+            out.append({"suite": suite, "element": element, "cases": hit, "of": len(ids)})
+    return out
 
 
 def _write(harness: Any, folder: Path) -> Path:
@@ -330,11 +417,23 @@ def write_release_note(result: ReleaseResult, diff: HarnessDiff | None, notes_di
     if not result.gated:
         lines.append("Released without the gate (`--no-gate`).")
     else:
+        lines.append(
+            f"Model: {result.model}" + (f", memorising {result.reference['label']}." if result.reference else ".")
+        )
+        lines.append("")
         if result.comparison:
-            lines += ["| suite | production | candidate | delta | n |", "|---|---:|---:|---:|---:|"]
-            for s, d in result.comparison["suites"].items():
+            cmp = result.comparison
+            lines += [
+                f"Rule: {cmp['gate']}, threshold {cmp['threshold']:g} point{'' if cmp['threshold'] == 1 else 's'}.",
+                "",
+                "| suite | production | candidate | delta | 95% interval | n |",
+                "|---|---:|---:|---:|---:|---:|",
+            ]
+            for s, d in cmp["suites"].items():
+                iv = d["delta"]
+                spread = f"[{iv['low']:+.1f}, {iv['high']:+.1f}]" if d["n_paired"] > 1 else "one case"
                 lines.append(
-                    f"| {s} | {d['score_a']:.1f} | {d['score_b']:.1f} | {d['delta']['value']:+.1f} | {d['n_paired']} |"
+                    f"| {s} | {d['score_a']:.1f} | {d['score_b']:.1f} | {iv['value']:+.1f} | {spread} | {d['n_paired']} |"
                 )
         if result.evolution:
             lines += [

@@ -1,9 +1,12 @@
 """Model strings -> backends, in one place.
 
 - ``oracle`` — the simulator's reference policy (:class:`harnessctl.sim.oracle.OracleModel`);
-- ``oracle-blind[:<harness folder>]`` — the same policy seeing only one reference harness's
-  surface (default ``harnesses/livecommerce``), whatever harness it runs under
-  (:class:`harnessctl.sim.oracle.OracleBlindModel`): the ceiling of a model that memorised it;
+- ``oracle-blind[:<harness folder>][@<rev>]`` — the same policy seeing only one reference harness's
+  surface, whatever harness it runs under (:class:`harnessctl.sim.oracle.OracleBlindModel`): the
+  ceiling of a model that memorised it. The surface is the folder's (default
+  ``harnesses/livecommerce``) or, with ``@<rev>``, that folder's harness at a version, tag or git
+  commit (``oracle-blind@v3``, ``oracle-blind:harnesses/livecommerce@a1b2c3d``) — the model
+  trained under that release (:func:`memorised_surface` says which);
 - ``local:<path>`` — a checkpoint run in process (:class:`~harnessctl.models.local.LocalModel`);
 - ``shipped:<name>`` — a checkpoint shipped in the package (``harnessctl/models/data/<name>/``, written by
   ``harnessctl model ship``), run in process like ``local:`` (:func:`expand_model_spec`);
@@ -74,10 +77,10 @@ def resolve_model(
         from harnessctl.sim.oracle import OracleModel
 
         return OracleModel()
-    if spec == ORACLE_BLIND or spec.startswith(ORACLE_BLIND + ":"):
+    if is_oracle_blind(spec):
         if api_base:
             raise ModelError("--api-base is for served models; oracle-blind runs in process")
-        return _oracle_blind(spec[len(ORACLE_BLIND) + 1 :] or str(BLIND_REFERENCE))
+        return _oracle_blind(spec)
     if spec.startswith("local:"):
         if api_base:
             raise ModelError("--api-base is for served models; local:<path> runs in process")
@@ -144,18 +147,77 @@ def expand_model_spec(spec: str, data_root: Path | None = None) -> str:
     return f"local:{shipped_model_dir(name, data_root)}"
 
 
-def _oracle_blind(path: str) -> ModelBackend:
-    from harnessctl.harness import HarnessError, load_harness
-    from harnessctl.sim.oracle import OracleBlindModel
+def is_oracle_blind(spec: str) -> bool:
+    """Whether a model string names the harness-blind reference, in any of its forms.
 
-    if not (Path(path) / "harness.yaml").is_file():
+    >>> [is_oracle_blind(s) for s in ("oracle-blind", "oracle-blind@v3", "oracle-blind:h@HEAD~1", "oracle")]
+    [True, True, True, False]
+    """
+    return spec == ORACLE_BLIND or spec.startswith((ORACLE_BLIND + ":", ORACLE_BLIND + "@"))
+
+
+def blind_parts(spec: str) -> tuple[str, str | None]:
+    """``(harness folder, revision or None)`` of an ``oracle-blind`` model string.
+
+    >>> blind_parts("oracle-blind@v3"), blind_parts("oracle-blind:h/x@a1b2c3d"), blind_parts("oracle-blind:h/x")
+    (('harnesses/livecommerce', 'v3'), ('h/x', 'a1b2c3d'), ('h/x', None))
+    """
+    rest = spec[len(ORACLE_BLIND) :]
+    rest, at, rev = rest.rpartition("@") if "@" in rest else (rest, "", "")
+    folder = rest[1:] if rest.startswith(":") else rest
+    if at and not rev.strip():
+        raise ModelError(f"{spec}: name a version, tag or commit after @, e.g. {ORACLE_BLIND}@v3")
+    return folder or str(BLIND_REFERENCE), (rev.strip() or None)
+
+
+def memorised_surface(spec: str) -> dict[str, Any] | None:
+    """Which surface an ``oracle-blind`` model string memorised: ``{harness, path, rev, label,
+    commit, version}`` (``commit`` None for a folder); None for any other model. Raises
+    :class:`ModelError` when the folder or revision names no harness.
+
+    >>> memorised_surface("oracle") is None
+    True
+    >>> memorised_surface("oracle-blind@v2")["label"]      # doctest: +SKIP
+    'livecommerce v2 (e8142c4)'
+    """
+    if not is_oracle_blind(spec):
+        return None
+    return _resolve_blind(spec)[1]
+
+
+def _resolve_blind(spec: str) -> tuple[Any, dict[str, Any]]:
+    from harnessctl.harness import HarnessError
+    from harnessctl.harness.store import HarnessStore
+
+    folder, rev = blind_parts(spec)
+    if not (Path(folder) / "harness.yaml").is_file():
         raise ModelError(
-            f"oracle-blind: no harness at {path!r}; name the harness it memorised, e.g. oracle-blind:harnesses/livecommerce"
+            f"oracle-blind: no harness at {folder!r}; name the harness it memorised, e.g. oracle-blind:harnesses/livecommerce"
         )
     try:
-        return OracleBlindModel(load_harness(path))
+        resolved = HarnessStore(folder).resolve(rev)
     except HarnessError as e:
         raise ModelError(f"oracle-blind: {e}") from None
+    h = resolved.harness
+    label = f"{h.name} {resolved.label}" if rev else f"{h.name} (folder {folder})"
+    if resolved.commit and resolved.label != resolved.commit[:7]:
+        label += f" ({resolved.commit[:7]})"
+    info = {
+        "harness": h.name,
+        "path": folder,
+        "rev": rev,
+        "label": label,
+        "commit": resolved.commit,
+        "version": resolved.version,
+    }
+    return h, info
+
+
+def _oracle_blind(spec: str) -> ModelBackend:
+    from harnessctl.sim.oracle import OracleBlindModel
+
+    reference, info = _resolve_blind(spec)
+    return OracleBlindModel(reference, memorised=info)
 
 
 def default_model_spec(
@@ -183,5 +245,7 @@ def default_model_source(
         return f"local:{folder}", "trained"
     shipped = SHIPPED_MODEL_DIR if shipped is None else shipped
     if (shipped / "config.json").is_file():
-        return f"local:{shipped}", "shipped"
+        # named, not located: a run is labelled shipped:hat wherever the package is installed
+        named = shipped.parent == SHIPPED_DATA_DIR
+        return (f"{SHIPPED_PREFIX}{shipped.name}" if named else f"local:{shipped}"), "shipped"
     return ORACLE, "oracle"

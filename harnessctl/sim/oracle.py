@@ -98,9 +98,11 @@ class OracleBlindModel(OracleModel):
 
     name = "oracle-blind"
 
-    def __init__(self, reference: Harness, *, think: bool = False) -> None:
+    def __init__(self, reference: Harness, *, think: bool = False, memorised: dict[str, Any] | None = None) -> None:
         super().__init__(think=think)
         self.reference = reference
+        #: Which surface it memorised (``{harness, path, rev, label, commit, version}``), for records.
+        self.memorised = memorised or {"harness": reference.name, "label": reference.name}
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         return _BlindPolicy(case, self.reference, think=self.think)

@@ -67,9 +67,8 @@ def test_a_regressing_release_is_refused_and_changes_nothing(tmp_path, released_
     # for the product card to third place makes it skip the call, so the price cases regress.
     _move_rule(released_repo, "price_promo", "live_price", 3, repo, "price rules reordered")
     before = _state(repo)
-    result = release(
-        released_repo, "v2", gate=_gate(tmp_path), notes_dir=tmp_path / "notes", backend=ShortRuleSpanModel()
-    )
+    point = _gate(tmp_path, regression_rule="point", per_element=3)
+    result = release(released_repo, "v2", gate=point, notes_dir=tmp_path / "notes", backend=ShortRuleSpanModel())
     assert not result.passed
     assert any(r.startswith("regression on evolution") for r in result.reasons)
     assert "rule:price_promo.live_price" in result.evolution["coverage"]
@@ -82,7 +81,7 @@ def test_a_regressing_release_is_refused_and_changes_nothing(tmp_path, released_
     strict = release(
         released_repo,
         "v2",
-        gate=_gate(tmp_path, regression_rule="interval"),
+        gate=_gate(tmp_path, regression_rule="interval", per_element=3),
         notes_dir=tmp_path / "notes",
         backend=ShortRuleSpanModel(),
     )
