@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -197,20 +196,23 @@ def suite_info(name: str, evals_dir: str | Path = "evals") -> dict[str, Any]:
     return info
 
 
+_GOLDEN = (5**0.5 - 1) / 2
+
+
 def sample(items: list[SuiteItem], limit: int | None, seed: int = 0) -> list[SuiteItem]:
     """A deterministic, evenly spread sample of ``limit`` items (all of them when ``None``):
     spreading keeps every intent and family represented, which the first N would not. A non-zero
     ``seed`` shifts each pick within its stride, so other seeds draw other cases, still spread.
 
     >>> [i for i in sample(list(range(10)), 3)], [i for i in sample(list(range(10)), 3, seed=1)]
-    ([0, 3, 6], [0, 3, 7])
+    ([0, 3, 6], [2, 5, 8])
     """
     if limit is None or limit >= len(items):
         return list(items)
     if limit <= 0:
         return []
     step = len(items) / limit
-    offset = random.Random(seed).random() if seed else 0.0
+    offset = (seed * _GOLDEN) % 1.0  # seeds 1, 2, 3 ... land far apart within the stride
     return [items[min(len(items) - 1, int((i + offset) * step))] for i in range(limit)]
 
 
