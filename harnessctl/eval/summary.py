@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
+
+from harnessctl.models.registry import SHIPPED_DATA_DIR, SHIPPED_PREFIX
 
 from .ifeval import IFEvalScore, accuracy
 from .results import CaseResult
@@ -25,12 +28,33 @@ ORACLE_LABEL = "reference policy (reads the answer key)"
 
 
 def model_label(model: str | None) -> str:
-    """The model as a person should read it: the oracle says what it is.
+    """The model as a person should read it: the oracle says what it is, and a checkpoint shipped
+    in the package goes by its name (runs recorded before the default was named kept its path).
 
     >>> model_label("oracle")
     'oracle — reference policy (reads the answer key)'
+    >>> from harnessctl.models.registry import SHIPPED_DATA_DIR
+    >>> model_label(f"local:{SHIPPED_DATA_DIR / 'hat'}")
+    'shipped:hat'
     """
-    return f"oracle — {ORACLE_LABEL}" if model == "oracle" else str(model)
+    if model == "oracle":
+        return f"oracle — {ORACLE_LABEL}"
+    return shipped_name(model)
+
+
+def shipped_name(model: str | None) -> str:
+    """``shipped:NAME`` for ``local:`` + the install path of a shipped checkpoint; any other model
+    string unchanged.
+
+    >>> shipped_name("openai/tiny")
+    'openai/tiny'
+    """
+    text = str(model)
+    if text.startswith("local:"):
+        path = Path(text.removeprefix("local:"))
+        if path.parent == SHIPPED_DATA_DIR:
+            return f"{SHIPPED_PREFIX}{path.name}"
+    return text
 
 
 def distinct_errors(results: Iterable[CaseResult], limit: int = 5) -> list[dict[str, Any]]:

@@ -70,7 +70,11 @@ def resolve_model(
     if spec.startswith(SHIPPED_PREFIX):
         if api_base:
             raise ModelError("--api-base is for served models; shipped:<name> runs in process")
-        spec = expand_model_spec(spec)
+        from harnessctl.models.local import LocalModel
+
+        shipped = LocalModel(expand_model_spec(spec))
+        shipped.name = spec  # records and reports name it, not its install path
+        return shipped
     if spec == ORACLE:
         if api_base:
             raise ModelError("--api-base is for served models; the oracle runs in process")

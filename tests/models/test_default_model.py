@@ -54,3 +54,26 @@ def test_serve_without_a_model_and_nothing_to_serve_says_what_to_pass(monkeypatc
     assert (
         "cannot be served" in result.output and "no MODEL given" in result.output and "Traceback" not in result.output
     )
+
+
+def test_the_shipped_default_is_named_not_located(tiny_model_path, livecommerce_path, monkeypatch, tmp_path):
+    """Without --model, the shipped model is ``shipped:hat`` in the record, the run and `harnessctl
+    runs`, never its install path (which wraps over lines and differs per machine)."""
+    data = tmp_path / "package-data"
+    data.mkdir()
+    (data / "hat").symlink_to(tiny_model_path, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HARNESSCTL_MODEL", raising=False)
+    monkeypatch.setattr(registry, "SHIPPED_DATA_DIR", data)
+    monkeypatch.setattr(registry, "SHIPPED_MODEL_DIR", data / "hat")
+    assert default_model_source(environ={}, root=tmp_path) == ("shipped:hat", "shipped")
+    result = runner.invoke(app, ["run", "-q", "how much?", "-H", str(livecommerce_path), "--max-tokens", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["record"]["model"] == "shipped:hat"
+
+
+def test_runs_recorded_with_the_install_path_are_listed_by_name():
+    from harnessctl.eval.summary import model_label
+
+    assert model_label(f"local:{registry.SHIPPED_DATA_DIR / 'hat'}") == "shipped:hat"
+    assert model_label("local:/elsewhere/hat") == "local:/elsewhere/hat"
