@@ -34,7 +34,8 @@ OutOpt = Annotated[
     Path | None, typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")
 ]
 ModelOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help="Starting checkpoint folder (local:PATH and shipped:NAME work too).")
+    str | None,
+    typer.Option("--model", "-m", help="Starting checkpoint: a folder, local:PATH or shipped:NAME (e.g. shipped:hat)."),
 ]
 StepsOpt = Annotated[int | None, typer.Option("--max-steps", min=1, help="Optimizer steps.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of data order, sampling and initialisation.")]
@@ -192,6 +193,7 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
         try:
             from trainer.common import TrainError
             from trainer.config import ConfigError, load_config
+            from trainer.required import check_inputs
             from trainer.stages import run_stage
         except ImportError as e:
             raise CLIError(
@@ -214,6 +216,7 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
         )
         try:
             cfg = load_config(stage, config, overrides)
+            check_inputs(stage, cfg)  # every missing option in one message, before torch loads
             result = run_stage(stage, cfg, resume=resume, progress=not as_json)
         except (ConfigError, TrainError) as e:
             raise CLIError(str(e)) from None
