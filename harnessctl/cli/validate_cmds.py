@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from harnessctl.harness.errors import Issue
-from harnessctl.harness.starter import harness_name_for, write_starter
+from harnessctl.harness.starter import harness_name_for, init_repository, write_starter
 from harnessctl.harness.validate import HarnessCheck, check_harness_dir, issue_under
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
@@ -25,18 +25,38 @@ def register(app: typer.Typer) -> None:
 def init(
     path: Annotated[Path, typer.Argument(help="Folder to create the harness in (created if missing).")] = Path("."),
     name: Annotated[str | None, typer.Option("--name", help="Harness name. Default: the folder's name.")] = None,
+    use_git: Annotated[
+        bool,
+        typer.Option(
+            "--git/--no-git",
+            help="Outside a git repository, create one in the folder and commit the starter (versions live in git).",
+        ),
+    ] = True,
     json_output: JsonOpt = False,
 ) -> None:
-    """Create a new, valid, commented starter harness. Never overwrites an existing one."""
+    """Create a new, valid, commented starter harness. Never overwrites an existing one.
+
+    Outside a git repository it also runs `git init` there and commits the starter, since `tag`
+    and `diff` need one; inside one it says the command that commits it."""
     with cli_errors():
         files = write_starter(path, name=name)
+        git = init_repository(path, files) if use_git else None
     harness_name = name or harness_name_for(path)
     if json_output:
-        print_json({"path": str(path), "name": harness_name, "files": files})
+        print_json({"path": str(path), "name": harness_name, "files": files, "git": git})
         return
     out.print(
         f"[green]✓[/] created harness [bold]{escape(harness_name)}[/] in {escape(str(path))} ({len(files)} files)"
     )
+    if git and git["committed"]:
+        out.print(
+            f"  a new git repository in {escape(str(path))} holds it (first commit made; `harnessctl tag v1` next)"
+        )
+    elif git and git["next"]:
+        where = f"it lives in the repository {escape(git['repository'])}; " if git["repository"] else ""
+        out.print(
+            f"  versions live in git: {where}commit it with [bold]{escape(git['next'])}[/] before `harnessctl tag`"
+        )
     out.print(f"  next: edit the YAML files, then run [bold]harnessctl validate {escape(str(path))}[/]")
 
 

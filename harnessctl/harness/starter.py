@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .errors import HarnessError, Issue
 from .loader import HARNESS_FILE, HOOKS_FILE, PROMPT_FILE, SKILLS_DIR, TOOLS_DIR
@@ -239,3 +242,43 @@ def write_starter(path: str | Path, *, name: str | None = None) -> list[str]:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return list(files)
+
+
+def init_repository(path: str | Path, files: list[str]) -> dict[str, Any]:
+    """Put a new harness under git, since versions (``tag``, ``diff v1 v2``) live there.
+
+    Inside an existing work tree nothing is done (the project's repository holds the harness);
+    otherwise ``git init`` runs in ``path`` and the starter ``files`` are committed. Returns
+    ``{"repository", "created", "committed", "next"}``: ``next`` is the command still to run, or
+    None. Never raises for git's own failures (no git, no commit identity): ``next`` says what to do.
+
+    >>> init_repository("harnesses/myshop", ["harness.yaml"])["next"]     # doctest: +SKIP
+    'git add harnesses/myshop && git commit -m "myshop: starter harness"'
+    """
+    target = Path(path)
+    where = shlex.quote(str(target))
+    fresh = f'git init {where} && git -C {where} add -A && git -C {where} commit -m "starter harness"'
+    top = _git(target, "rev-parse", "--show-toplevel")
+    if top is None:
+        return {"repository": None, "created": False, "committed": False, "next": fresh}
+    if top.returncode == 0:
+        # the project's repository: whether to commit now is its owner's call, so say how
+        commit = f'git add {where} && git commit -m "{target.resolve().name}: starter harness"'
+        return {"repository": top.stdout.strip(), "created": False, "committed": False, "next": commit}
+    made = _git(target, "init", "-q")
+    if made is None or made.returncode != 0:
+        return {"repository": None, "created": False, "committed": False, "next": fresh}
+    added = _git(target, "add", "--", *files)
+    done = _git(target, "commit", "-q", "-m", "starter harness") if added and added.returncode == 0 else None
+    committed = bool(done and done.returncode == 0)
+    # no commit identity, say: the repository stays, and the message names the commit to make
+    commit = f'git -C {where} commit -m "starter harness"'
+    return {"repository": str(target), "created": True, "committed": committed, "next": None if committed else commit}
+
+
+def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """``git -C folder ARGS``, or None when git is not installed."""
+    try:
+        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
