@@ -35,3 +35,26 @@ def test_turned_off_it_prints_nothing():
     with progress_bars("eval", enabled=False, console=log) as update:
         update("livestream", 1, 1)
     assert log.file.getvalue() == ""
+
+
+def test_a_slow_task_in_a_log_file_is_heard_from_every_half_minute_with_its_rate_and_time_left(monkeypatch):
+    # 1,600 cases at one per 11 s: the first tenth would take five hours; the log hears sooner
+    clock = [1000.0]
+    monkeypatch.setattr("harnessctl.progress.time.perf_counter", lambda: clock[0])
+    log = Console(file=io.StringIO())
+    with progress_bars("eval", console=log) as update:
+        update("variant", 0, 1600)
+        for done in range(1, 20):
+            clock[0] += 11.0
+            update("variant", done, 1600)
+    lines = log.file.getvalue().splitlines()
+    assert lines[0] == "variant 3/1600 (33 s, 5.5/min, about 4 h 52 min left)"
+    assert len(lines) == 6 and lines[-1].startswith("variant 18/1600 (3 min 18 s, 5.5/min")
+
+
+def test_a_terminal_bar_shows_the_rate():
+    screen = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with progress_bars("eval", console=screen) as update:
+        update("livestream", 0, 4)
+        update("livestream", 4, 4)
+    assert "/s" in screen.file.getvalue() or "/min" in screen.file.getvalue()
