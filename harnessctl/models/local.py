@@ -36,9 +36,10 @@ from harnessctl.models.types import ModelResponse
 PREFIX = "local:"
 #: The shortest prefix shared by a batch's prompts that is computed once for all of them.
 MIN_SHARED_PREFIX = 64
-#: Memory the prefix cache may hold (MiB), unless told otherwise: about 20 full prompts of a
-#: 135 M-parameter model (46 KB per token in float32), thousands of the tiny model's.
-DEFAULT_PREFIX_CACHE_MB = 1024
+#: Memory the prefix cache may hold (MiB), unless told otherwise: about 40 turns of a 135 M-parameter
+#: model (46 KB per token in float32, ~1,100 tokens a turn) — every episode of an ``eval -j 16`` twice
+#: over — and thousands of the tiny model's.
+DEFAULT_PREFIX_CACHE_MB = 2048
 THREADS_ENV = "HARNESSCTL_THREADS"
 #: Markers kept in decoded text even when a tokenizer lists them as special.
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
@@ -241,40 +242,29 @@ class LocalModel:
         else:
             # Greedy: clear sampling defaults a checkpoint's generation_config may carry.
             kwargs.update(temperature=None, top_p=None, top_k=None)
-        if len(set(budgets)) > 1:
-            kwargs["stopping_criteria"] = _row_budgets(budgets, max(len(p) for p in prompts), self.device)
         if len(requests) == 1 and requests[0].on_text is not None:
             kwargs["streamer"] = _text_callback(self.tokenizer, requests[0].on_text)
-        shared = _shared_prefix(prompts) if len(prompts) > 1 else _own_prefix(prompts[0])
-        # Left padding, after the prefix every prompt shares (the system prompt and tools of an
-        # eval's episodes): that prefix is computed once, or taken from the prefix cache when an
-        # earlier batch computed it (the same harness, an earlier turn of the same episode), and
-        # its KV cache copied to every row.
-        batch = self.tokenizer.pad(
-            {"input_ids": [p[shared:] for p in prompts]},
-            padding=True,
-            padding_side="left",
-            return_attention_mask=True,
-            return_tensors="pt",
-        )
-        input_ids, attention_mask = batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
         if len(requests) == 1 and settings.seed is not None:
             torch.manual_seed(settings.seed)
         with torch.inference_mode():
-            if shared:
-                cache = self._prefix_kv(prompts[0][:shared])
-                if len(prompts) > 1:
-                    cache.batch_repeat_interleave(len(prompts))
-                    self.shared_prefix_tokens += shared * (len(prompts) - 1)
+            if self.prefix_cache is not None:
+                input_ids, attention_mask, cache, cached = self._cached_layout(prompts)
+            else:
+                input_ids, attention_mask, cache = self._shared_layout(prompts)
+                cached = []
+            width = input_ids.shape[1]
+            if cache is not None:
                 kwargs["cache"] = cache
-                prefix = torch.tensor([prompts[0][:shared]], device=self.device)
-                input_ids = torch.cat([prefix.expand(len(prompts), -1), input_ids], dim=1)
-                attention_mask = torch.cat([torch.ones_like(input_ids[:, :shared]), attention_mask], dim=1)
+            criteria = _stopping_list()
+            if len(set(budgets)) > 1:
+                criteria.append(_row_budgets(budgets, width, self.device))
             if self._tool_call_stop:
-                kwargs.setdefault("stopping_criteria", _stopping_list())
-                kwargs["stopping_criteria"].append(_closed_tool_call_criterion(self.tokenizer, input_ids.shape[1]))
+                criteria.append(_closed_tool_call_criterion(self.tokenizer, width))
+            if criteria:
+                kwargs["stopping_criteria"] = criteria
             out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-        width = input_ids.shape[1]
+            if self.prefix_cache is not None:
+                self._store_rows(prompts, cache, attention_mask, out.sequences[:, width:])
         steps = out.logits if self.return_logprobs and out.logits else None
         responses = []
         for row, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
@@ -287,6 +277,102 @@ class LocalModel:
             responses.append(self._response(request, prompt, completion, logprobs))
         return responses
 
+    def _shared_layout(self, prompts: list[list[int]]) -> tuple[Any, Any, Any]:
+        """Without the prefix cache: left-padded prompts, after the prefix they all share (the
+        system prompt and tools of an eval's episodes), which is computed once and its KV cache
+        copied to every row. ``(input_ids, attention_mask, cache or None)``."""
+        from transformers import DynamicCache
+
+        torch = self._torch
+        shared = _shared_prefix(prompts) if len(prompts) > 1 else 0
+        batch = self.tokenizer.pad(
+            {"input_ids": [p[shared:] for p in prompts]},
+            padding=True,
+            padding_side="left",
+            return_attention_mask=True,
+            return_tensors="pt",
+        )
+        input_ids, attention_mask = batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
+        if not shared:
+            return input_ids, attention_mask, None
+        prefix = torch.tensor([prompts[0][:shared]], device=self.device)
+        cache = DynamicCache(config=self.model.config)
+        self.model(input_ids=prefix, cache=cache, use_cache=True, logits_to_keep=1)
+        cache.batch_repeat_interleave(len(prompts))
+        self.shared_prefix_tokens += shared * (len(prompts) - 1)
+        input_ids = torch.cat([prefix.expand(len(prompts), -1), input_ids], dim=1)
+        attention_mask = torch.cat([torch.ones_like(input_ids[:, :shared]), attention_mask], dim=1)
+        return input_ids, attention_mask, cache
+
+    def _cached_layout(self, prompts: list[list[int]]) -> tuple[Any, Any, Any, list[int]]:
+        """With the prefix cache: each row starts from the longest cached prefix of its own prompt
+        (its episode's last turn, else the harness every row shares, computed once here when no
+        earlier batch did), and only the rest is computed.
+
+        Row ``i`` is laid out as ``[pad][cached_i][pad][rest_i]``: the cached parts are aligned to
+        end at one column (the KV cache, each row's entries left-padded), the rests left-padded
+        after it. Padding is masked and positions count only real tokens, so every row sees its
+        prompt as it would alone. Returns ``(input_ids, attention_mask, cache or None, cached
+        lengths)``."""
+        from transformers import DynamicCache
+
+        torch = self._torch
+        shared = _shared_prefix(prompts) if len(prompts) > 1 else 0
+        if shared:
+            if self.prefix_cache.lookup(prompts[0][:shared], count=False)[0] < shared:
+                self._prefix_kv(prompts[0][:shared])  # the harness once, for every row below
+            self.shared_prefix_tokens += shared * (len(prompts) - 1)
+        found = [self.prefix_cache.lookup(p[:-1]) for p in prompts]
+        cached = [n for n, _ in found]
+        width_cached = max(cached)
+        rests = [p[n:] for p, n in zip(prompts, cached)]
+        width_rest = max(len(r) for r in rests)
+        pad = self._pad_id
+        rows, masks = [], []
+        for p, n, rest in zip(prompts, cached, rests):
+            lead, gap = width_cached - n, width_rest - len(rest)
+            rows.append([pad] * lead + p[:n] + [pad] * gap + rest)
+            masks.append([0] * lead + [1] * n + [0] * gap + [1] * len(rest))
+        input_ids = torch.tensor(rows, device=self.device)
+        attention_mask = torch.tensor(masks, device=self.device)
+        self.cached_prefix_tokens += sum(cached)
+        cache = DynamicCache(config=self.model.config)  # passed even when empty: the rows are kept from it
+        if not width_cached:
+            return input_ids, attention_mask, cache, cached
+        reference = next(layers for n, (_, layers) in zip(cached, found) if n)
+        for layer, (ref, _) in enumerate(reference):
+            keys, values = [], []
+            for n, (_, layers) in zip(cached, found):
+                lead = ref.new_zeros((1, ref.shape[1], width_cached - n, ref.shape[3]))
+                k, v = layers[layer] if n else (lead[:, :, :0], lead[:, :, :0])
+                keys.append(torch.cat([lead, k], dim=2))
+                values.append(torch.cat([lead, v], dim=2))
+            cache.update(torch.cat(keys), torch.cat(values), layer)
+        return input_ids, attention_mask, cache, cached
+
+    def _store_rows(self, prompts: list[list[int]], cache: Any, attention_mask: Any, generated: Any) -> None:
+        """Keep each row's prompt and completion (all but its last token) in the prefix cache:
+        what its episode's next turn starts with. The row's real positions are taken out of the
+        batch's padded KV cache."""
+        torch = self._torch
+        width = attention_mask.shape[1]
+        for row, prompt in enumerate(prompts):
+            completion = _cut(generated[row].tolist(), generated.shape[1], self._stop_ids)
+            tokens = prompt + completion[:-1]
+            if len(tokens) < MIN_SHARED_PREFIX:
+                continue
+            real = torch.cat(
+                [
+                    attention_mask[row].nonzero()[:, 0],
+                    torch.arange(width, width + len(completion) - 1, device=self.device),
+                ]
+            )
+            layers = [
+                (layer.keys[row : row + 1, :, real], layer.values[row : row + 1, :, real]) for layer in cache.layers
+            ]
+            if all(k.shape[2] == len(tokens) for k, _ in layers):
+                self.prefix_cache.store(tokens, layers)
+
     def _prefix_kv(self, tokens: list[int]) -> Any:
         """A KV cache holding ``tokens``: the longest cached prefix of them, extended by the rest
         (computed here), and stored back for the batches after."""
@@ -294,16 +380,12 @@ class LocalModel:
 
         torch = self._torch
         cache = DynamicCache(config=self.model.config)
-        done = 0
-        if self.prefix_cache is not None:
-            done, layers = self.prefix_cache.lookup(tokens)
-            for i, (k, v) in enumerate(layers):
-                cache.update(k, v, i)
-            self.cached_prefix_tokens += done
+        done, layers = self.prefix_cache.lookup(tokens)
+        for i, (k, v) in enumerate(layers):
+            cache.update(k, v, i)
         if done < len(tokens):
             rest = torch.tensor([tokens[done:]], device=self.device)
             self.model(input_ids=rest, cache=cache, use_cache=True, logits_to_keep=1)
-        if self.prefix_cache is not None and done < len(tokens):
             # the cache's tensors are replaced, never written in place, as generation appends
             # (torch.cat): keeping references is enough
             self.prefix_cache.store(tokens, [(layer.keys, layer.values) for layer in cache.layers])
@@ -402,9 +484,10 @@ class PrefixCache:
     def bytes(self) -> int:
         return sum(self._sizes.values())
 
-    def lookup(self, tokens: list[int]) -> tuple[int, list[tuple[Any, Any]]]:
+    def lookup(self, tokens: list[int], *, count: bool = True) -> tuple[int, list[tuple[Any, Any]]]:
         """``(n, layers)``: how many leading ``tokens`` are cached and each layer's (keys, values)
-        cut to them (views, not copies); ``(0, [])`` when no entry shares enough."""
+        cut to them (views, not copies); ``(0, [])`` when no entry shares enough. ``count=False``
+        only asks (no hit or miss counted, the entry's age unchanged)."""
         best, best_key = 0, None
         for key in self._entries:
             n = _common_prefix(key, tokens)
@@ -413,8 +496,10 @@ class PrefixCache:
         # one token of the prompt stays to be computed, so a lookup never returns all of it
         best = min(best, len(tokens))
         if best_key is None or best < MIN_SHARED_PREFIX:
-            self.misses += 1
+            self.misses += count
             return 0, []
+        if not count:
+            return best, []
         self.hits += 1
         self._entries.move_to_end(best_key)
         layers = self._entries[best_key]
@@ -445,12 +530,6 @@ def _common_prefix(a: tuple[int, ...] | list[int], b: list[int]) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
-
-
-def _own_prefix(prompt: list[int]) -> int:
-    """What of a lone prompt goes through the prefix cache: all but its last token (fed to
-    generation), when long enough to be worth it."""
-    return len(prompt) - 1 if len(prompt) - 1 >= MIN_SHARED_PREFIX else 0
 
 
 def _writes_tool_calls(tokenizer: Any) -> bool:

@@ -85,3 +85,35 @@ def test_the_cache_keeps_the_longest_prefix_and_drops_the_least_recently_used_pa
     cache.store(b, layers(200))  # over budget: the older entry goes
     assert cache.lookup(a)[0] == 0 and cache.lookup(b)[0] == 200
     assert cache.lookup([7] * (MIN_SHARED_PREFIX - 1) + [1]) == (0, [])
+
+
+def test_batched_turns_each_resume_their_own_episode_and_write_what_they_write_alone(
+    tiny_model_path, cold, harness_chat
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    chat, tools = harness_chat
+    warm = LocalModel(f"local:{tiny_model_path}", max_batch=4, gather_s=0.5)
+    settings = GenerationSettings(max_tokens=12)
+    firsts = [chat(q) for q in QUERIES]
+
+    def in_threads(chats):
+        with ThreadPoolExecutor(len(chats)) as pool:
+            return list(pool.map(lambda c: warm.generate(c, tools, settings), chats))
+
+    in_threads(firsts)
+    # each episode goes on with its own tool result, of its own length: rows cached to different depths
+    seconds = [
+        [
+            *c,
+            {"role": "assistant", "content": "One moment."},
+            {"role": "user", "content": "and " * (i + 1) + "the price?"},
+        ]
+        for i, c in enumerate(firsts)
+    ]
+    before = warm.cached_prefix_tokens
+    got = in_threads(seconds)
+    assert warm.batch_stats.sizes.get(4, 0) >= 2
+    assert warm.cached_prefix_tokens - before >= sum(len(warm.prompt_ids(c, tools)) for c in firsts) - len(firsts)
+    for c, g in zip(seconds, got):
+        assert g.completion_token_ids == cold.generate(c, tools, settings).completion_token_ids
