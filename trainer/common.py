@@ -128,7 +128,7 @@ def start_base(path: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
         if is_adapter(folder):
             return adapter_base(folder)
         if read_base_record(folder):  # a converted base named by its folder
-            return base_entry(base_name_of(folder) or str(folder), folder)
+            return base_entry(base_name_of(folder) or str(folder), folder.resolve())
         return None
     name = spec or cfg.base
     if not name:

@@ -27,6 +27,14 @@ def hat(
     quick: Annotated[
         bool, typer.Option("--quick", help="Smaller everything, same arms (CI runs it: make study-quick).")
     ] = False,
+    base: Annotated[
+        str,
+        typer.Option(
+            "--base",
+            help="tiny: the 1 M-parameter model trained from scratch (stage 0); smollm2-135m: LoRA adapters on "
+            "the pretrained SmolLM2-135M-Instruct (fetch it once with `harnessctl model fetch`), its own preset.",
+        ),
+    ] = "tiny",
     ablations: Annotated[
         bool, typer.Option("--ablations", help="Add the arms HSA only at RL and HSA only at SFT.")
     ] = False,
@@ -96,9 +104,14 @@ def hat(
             apply_overrides,
             full_plan,
             quick_plan,
+            smollm2_plan,
         )
 
-        name = study_id or ("quick" if quick else "full")
+        if base not in ("tiny", "smollm2-135m"):
+            raise CLIError(f"--base {base!r}: choose tiny or smollm2-135m")
+        if base != "tiny" and quick:
+            raise CLIError("--quick is the tiny model's preset; drop --base or --quick")
+        name = study_id or ("quick" if quick else "full" if base == "tiny" else "smollm2")
         try:
             check_run_id(name)
         except RunError:
@@ -106,7 +119,8 @@ def hat(
                 f"--id {name!r}: use letters, digits, '.', '_' or '-' (it names a folder under --out)"
             ) from None
         try:
-            plan = apply_overrides((quick_plan if quick else full_plan)(seed=seed, ablations=ablations), set_ or [])
+            preset = quick_plan if quick else full_plan if base == "tiny" else smollm2_plan
+            plan = apply_overrides(preset(seed=seed, ablations=ablations), set_ or [])
         except PlanError as e:
             raise CLIError(str(e)) from None
         if estimate:

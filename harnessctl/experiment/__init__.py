@@ -19,6 +19,7 @@ from .plan import (
     apply_overrides,
     full_plan,
     quick_plan,
+    smollm2_plan,
 )
 from .runner import StudyError, StudyInterrupted, run_study
 
@@ -32,5 +33,6 @@ __all__ = [
     "apply_overrides",
     "full_plan",
     "quick_plan",
+    "smollm2_plan",
     "run_study",
 ]

@@ -105,6 +105,10 @@ class StudyPlan:
     train_config: str = "tiny-cpu"
     #: Empty: stage 0 builds the tiny model from scratch; else stage 0 continues this checkpoint.
     base_model: str = ""
+    #: A pretrained base (a known base such as ``smollm2-135m``, or a model folder) that is the
+    #: ``base`` arm itself, untrained: the SFT arms train LoRA adapters on it and OPD distills to
+    #: it. Empty: stage 0 trains the tiny model (``base_model`` aside).
+    pretrained_base: str = ""
     #: Trajectory cases of both SFT datasets (the same cases, fixed harness vs augmented). Sized for
     #: about one pass of SFT over them: the oracle writes thousands a minute, and a tiny model that
     #: sees the same rows four times starts learning them by heart (1,200 rows, 600 steps, shipped
@@ -227,6 +231,31 @@ def full_plan(**kw: Any) -> StudyPlan:
             "distill": {"max_steps": 60, "n_prompts": 240},
             "anchor": {"max_steps": 60, "stop_near_teacher": 0.05},
             "rl": {"max_steps": 20, "cases": 120},
+        },
+        **kw,
+    )
+
+
+def smollm2_plan(**kw: Any) -> StudyPlan:
+    """The study on the pretrained base SmolLM2-135M-Instruct: the base arm is the base zero-shot,
+    every other arm a LoRA adapter on it (``trainer/configs/smollm2-cpu.yaml``: r=16 on the top 20
+    of 30 layers). Sized for a 2-core CPU in resumable pieces: an SFT row of ~1,000 tokens costs
+    7-15 s there, so an arm's 600 rows (300 steps of 2) take one to two hours."""
+    kw.setdefault("eval_jobs", 8)
+    return StudyPlan(
+        preset="smollm2",
+        pretrained_base="smollm2-135m",
+        train_config="smollm2-cpu",
+        data_n=1200,
+        data_variants=400,
+        eval_limit=40,
+        history_limit=40,
+        ifeval_limit=100,
+        eval_max_tokens=96,
+        stage_overrides={
+            "sft": {"max_steps": 300},
+            "distill": {"max_steps": 40, "n_prompts": 160},
+            "rl": {"max_steps": 6, "cases": 24},
         },
         **kw,
     )

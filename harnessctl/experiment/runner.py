@@ -252,11 +252,44 @@ def anchor_phase_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
 
 
 def trained(root: Path, arm: Arm) -> bool:
-    """Whether ``arm``'s training has finished (its summary and its final model are written)."""
+    """Whether ``arm``'s training has finished (its summary and its final model are written; a
+    pretrained base arm: its link to the base)."""
     from trainer.common import MANIFEST
 
     arm_dir = root / "arms" / arm.name
+    if (arm_dir / "model").is_symlink():
+        return (arm_dir / TRAIN_FILE).is_file() and (arm_dir / "model" / "config.json").is_file()
     return (arm_dir / TRAIN_FILE).is_file() and (arm_dir / "model" / MANIFEST).is_file()
+
+
+def link_pretrained_base(plan: StudyPlan, arm_dir: Path) -> dict[str, Any]:
+    """The base arm of a study on a pretrained base: ``arms/base/model`` links to the fetched
+    base folder (nothing is trained or copied), and its record names the base."""
+    from harnessctl.models.adapters import base_entry
+    from harnessctl.models.bases import BaseError, resolve_base
+
+    try:
+        folder = resolve_base(plan.pretrained_base)
+    except BaseError as e:
+        raise StudyError(f"pretrained_base: {e}") from None
+    if not isinstance(folder, Path):
+        raise StudyError(f"pretrained_base {plan.pretrained_base}: name a fetched base or a model folder")
+    arm_dir.mkdir(parents=True, exist_ok=True)
+    link = arm_dir / "model"
+    if link.is_symlink() or link.exists():
+        link.unlink() if link.is_symlink() else shutil.rmtree(link)
+    link.symlink_to(folder.resolve(), target_is_directory=True)
+    return {
+        "stage": "base",
+        "out": str(link),
+        "steps": 0,
+        "seconds": 0.0,
+        "total_seconds": 0.0,
+        "tokens": 0,
+        "tokens_per_s": 0.0,
+        "log": [],
+        "extra": {"pretrained": base_entry(plan.pretrained_base, folder)},
+    }
 
 
 def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
@@ -267,6 +300,11 @@ def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -
     arm_dir = root / "arms" / arm.name
     record = _read_json(arm_dir / TRAIN_FILE)
     if record and trained(root, arm):
+        return record
+    if arm.stage == "base" and plan.pretrained_base:
+        record = link_pretrained_base(plan, arm_dir)
+        say(f"arm {arm.name}: the pretrained base {plan.pretrained_base}, zero-shot (nothing trained)")
+        _write_json(arm_dir / TRAIN_FILE, record)
         return record
     cfg = stage_config(plan, arm, root)
     source = arm.parent or plan.base_model or "scratch"
@@ -400,6 +438,13 @@ def check_inputs(plan: StudyPlan, *, suites: bool = True) -> None:
             check_checkpoint(plan.base_model, "base_model")
         except TrainError as e:
             raise StudyError(str(e)) from None
+    if plan.pretrained_base:
+        from harnessctl.models.bases import BaseError, resolve_base
+
+        try:
+            resolve_base(plan.pretrained_base)
+        except BaseError as e:
+            raise StudyError(f"pretrained_base: {e}") from None
     if suites:
         check_suites(plan)
 
