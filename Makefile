@@ -6,9 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo tour loop-demo edit-check test lint study-quick bench clean
 
+# [llamacpp] builds llama-cpp-python from source the first time (~3 min, cmake and a C++ compiler);
+# pip keeps the wheel, so later installs take seconds.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -e ".[train,eval,dev]"
+	$(BIN)/pip install -q -e ".[train,eval,dev,llamacpp]"
 	$(BIN)/harnessctl model fetch smollm2-135m
 	touch $(STAMP)
 

@@ -12,7 +12,7 @@ Part 3, greedy agreement: every turn transformers answered in part 2 (its exact 
 tools) is replayed through llama.cpp in each ``--types`` export; a turn agrees when its completion
 tokens are identical.
 
-Run: ``python benchmarks/bench_llamacpp.py --model out/sft [--cases 8] [--types f16,q8_0] [--threads N]``.
+Run: ``python benchmarks/bench_llamacpp.py [--model out/sft] [--cases 8] [--types f16,q8_0] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harnessctl.eval.runner import EvalConfig, run_eval  # noqa: E402
+from harnessctl.models.bases import DEFAULT_BASE, resolve_base  # noqa: E402
 from harnessctl.models.llamacpp import LlamaCppModel, llama_threads  # noqa: E402
 from harnessctl.models.local import LocalModel, set_threads  # noqa: E402
 
@@ -182,7 +183,7 @@ def agreement(model: LlamaCppModel, turns: list[tuple]) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="an adapter or model folder (e.g. out/sft)")
+    ap.add_argument("--model", default="", help="an adapter or model folder (default: the fetched smollm2-135m base)")
     ap.add_argument("--cases", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=2, help="engine rounds (best of)")
     ap.add_argument("--max-tokens", type=int, default=96)
@@ -193,7 +194,7 @@ def main() -> None:
     ap.add_argument("--types", default="f16,q8_0", help="llama.cpp export types to measure; the first runs the cases")
     ap.add_argument("--skip-engine", action="store_true")
     args = ap.parse_args()
-    folder = args.model.removeprefix("local:")
+    folder = args.model.removeprefix("local:") or str(resolve_base(DEFAULT_BASE))
     types = [t.strip() for t in args.types.split(",") if t.strip()]
     threads = set_threads(args.threads or None)
     llama = llama_threads(args.llama_threads or None)

@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .common import ApiBaseOpt, ApiKeyEnvOpt, JsonOpt, checkpoint_folder, resolve_harness_path
+from .export_gguf_cmd import model_export_gguf
 from .output import CLIError, cli_errors, err, out, print_json
 from .run_cmds import model_app
 
@@ -36,6 +37,7 @@ def register(app: typer.Typer) -> None:
     model_app.command("list")(model_list)
     model_app.command("ship")(model_ship)
     model_app.command("probe")(model_probe)
+    model_app.command("export-gguf")(model_export_gguf)
 
 
 def model_fetch(

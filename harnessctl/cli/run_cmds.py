@@ -277,7 +277,7 @@ def serve(
                 f"[yellow]warning:[/] listening on {host}: the model is reachable from the network"
                 + ("" if api_key else "; consider --api-key-env")
             )
-        if not embedded and srv.vllm_available():
+        if not embedded and not spec.startswith("llamacpp:") and srv.vllm_available():  # llama.cpp runs in process
             err.print(f"[dim]exec: {' '.join(srv.vllm_command(spec, host=host, port=port, served_name=name))}[/]")
             srv.exec_vllm(spec, host=host, port=port, served_name=name, api_key=api_key)
             return

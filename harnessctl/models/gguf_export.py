@@ -359,10 +359,7 @@ def tokenizer_kv_from_hf(tokenizer: Any) -> list[tuple[str, Any, Any, Any]]:
         ("tokenizer.ggml.merges", merges, t.ARRAY, t.STRING),
         ("tokenizer.ggml.bos_token_id", tokenizer.bos_token_id or 0, t.UINT32, None),
         ("tokenizer.ggml.eos_token_id", tokenizer.eos_token_id, t.UINT32, None),
-        ("tokenizer.ggml.add_bos_token", False, t.BOOL, None),
     ]
-    if tokenizer.pad_token_id is not None:
-        fields.append(("tokenizer.ggml.padding_token_id", tokenizer.pad_token_id, t.UINT32, None))
     return fields
 
 

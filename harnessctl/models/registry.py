@@ -8,6 +8,8 @@
   commit (``oracle-blind@v3``, ``oracle-blind:harnesses/livecommerce@a1b2c3d``) — the model
   trained under that release (:func:`memorised_surface` says which);
 - ``local:<path>`` — a checkpoint run in process (:class:`~harnessctl.models.local.LocalModel`);
+- ``llamacpp:<file.gguf or folder>`` — a GGUF file, or a model/adapter folder exported to one once, run
+  in process by llama.cpp (:class:`~harnessctl.models.llamacpp.LlamaCppModel`; needs ``harnessctl[llamacpp]``);
 - ``shipped:<name>`` — a checkpoint shipped in the package (``harnessctl/models/data/<name>/``, written by
   ``harnessctl model ship``), run in process like ``local:`` (:func:`expand_model_spec`);
 - anything else — a litellm provider string (:class:`~harnessctl.models.litellm_backend.LiteLLMModel`),
@@ -93,6 +95,18 @@ def resolve_model(
         from harnessctl.models.local import LocalModel
 
         return LocalModel(spec)
+    if spec.startswith("llamacpp:"):
+        if api_base:
+            raise ModelError("--api-base is for served models; llamacpp:<path> runs in process")
+        if spec == "llamacpp:":
+            raise ModelError("llamacpp: needs a GGUF file or a model folder, e.g. llamacpp:out/sft")
+        from harnessctl.models.llamacpp import LlamaCppModel
+
+        inner = spec[len("llamacpp:") :]
+        backend = LlamaCppModel(expand_model_spec(inner).removeprefix("local:"))
+        if inner.startswith(SHIPPED_PREFIX):
+            backend.name = spec  # records name it, not its install path
+        return backend
     from harnessctl.models.litellm_backend import LiteLLMModel
 
     return LiteLLMModel(

@@ -570,8 +570,8 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
 
 def _default_served_name(backend: ModelBackend) -> str:
     name = getattr(backend, "name", "model")
-    if name.startswith("local:"):
-        return Path(name[len("local:") :]).name or "model"
+    if name.startswith(("local:", "llamacpp:")):
+        return Path(name.partition(":")[2]).name or "model"
     return name.replace("/", "-")
 
 
