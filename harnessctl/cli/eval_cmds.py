@@ -26,7 +26,6 @@ from harnessctl.progress import progress_bars
 from .common import (
     ApiBaseOpt,
     ApiKeyEnvOpt,
-    CaseTimeoutOpt,
     HarnessOpt,
     JsonOpt,
     MaxTokensOpt,
@@ -101,8 +100,15 @@ def eval_cmd(
         typer.Option("--jobs", "-j", help="Cases in flight at once (default 8; on --resume, the run's own)."),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", help="Run an evenly spread sample of N cases per suite.")
+        int | None,
+        typer.Option(
+            "--limit",
+            min=0,
+            help="Run an evenly spread sample of N cases per suite; 0: every case. Default: every case, "
+            "except 100 per suite for an in-process model (local:, shipped:).",
+        ),
     ] = None,
+    all_cases: Annotated[bool, typer.Option("--all", help="Run every case of each suite (same as --limit 0).")] = False,
     repeat: Annotated[int, typer.Option("--repeat", help="Run each case K times (reports pass^k).")] = 1,
     resume: Annotated[
         str | None, typer.Option("--resume", help="Finish the run with this id (or folder): only missing cases run.")
@@ -111,7 +117,15 @@ def eval_cmd(
     latency_budget: Annotated[
         str, typer.Option("--latency-budget", help="Reply latency budget, e.g. 15s or 800ms.")
     ] = "15s",
-    case_timeout: CaseTimeoutOpt = "120s",
+    case_timeout: Annotated[
+        str,
+        typer.Option(
+            "--case-timeout",
+            help="Give up on one case (an error, run again by --resume) after this long, e.g. 120s or 2m. "
+            "auto: scaled from a timed first case for an in-process model (4 x its time x -j, at least 60s), "
+            "else 120s.",
+        ),
+    ] = "auto",
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = 256,
     retries: RetriesOpt = 2,
@@ -144,7 +158,7 @@ def eval_cmd(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
+    from harnessctl.eval.runner import EvalConfig, default_limit, resume_eval, run_eval
     from harnessctl.eval.stats import parse_duration
 
     where = "" if runs_dir == DEFAULT_RUNS_DIR else f" --runs-dir {shlex.quote(str(runs_dir))}"
@@ -164,11 +178,12 @@ def eval_cmd(
                 api_base=api_base,
                 api_key_env=api_key_env,
                 jobs=8 if jobs is None else jobs,
-                limit=limit,
+                limit=None if limit == 0 else limit,  # sized below, once the model is known
                 repeat=repeat,
                 cache=not no_cache,
                 latency_budget_s=parse_duration(latency_budget),
-                case_timeout_s=parse_duration(case_timeout),
+                case_timeout_s=120.0 if case_timeout == "auto" else parse_duration(case_timeout),
+                scale_timeout=case_timeout == "auto",
                 temperature=temperature,
                 max_tokens=max_tokens,
                 retries=retries,
@@ -178,6 +193,7 @@ def eval_cmd(
                 runs_dir=str(runs_dir),
             )
             config.model = choose_model(model)
+            config.limit, config.sampled = default_limit(config.model, limit, all_cases=all_cases)
             if config.model == "oracle" and config.suites == ["ifeval"]:
                 raise CLIError("the oracle has no answers for IFEval prompts: pass --model (a served or local model)")
             with _progress("eval", enabled=not as_json or err.is_terminal) as update:
@@ -185,10 +201,7 @@ def eval_cmd(
                     config,
                     progress=update,
                     run_id=run_id,
-                    on_start=lambda store: err.print(
-                        f"run [bold]{store.run_id}[/] in {store.root} "
-                        f"(stopped? finish it with `harnessctl eval --resume {store.run_id}{where}`)"
-                    ),
+                    on_start=lambda store: _say_start(store, where),
                 )
     summary = outcome.summary
     if as_json:
@@ -196,7 +209,28 @@ def eval_cmd(
     else:
         _print_summary(summary, outcome.store.root, outcome.skipped, where)
         _note_control_suites(outcome.store.manifest)
+        _note_sample(outcome.store.manifest)
     _exit_on_errors(summary, outcome.store.manifest, where)
+
+
+def _say_start(store: Any, where: str) -> None:
+    """The run's folder, how to finish it, and, for a long run, how long it will take."""
+    err.print(
+        f"run [bold]{store.run_id}[/] in {store.root} "
+        f"(stopped? finish it with `harnessctl eval --resume {store.run_id}{where}`)"
+    )
+    from harnessctl.eval.runner import run_estimate
+
+    estimate = run_estimate(store.manifest)
+    if estimate and estimate["seconds"] >= 120:
+        from harnessctl.progress import duration_text
+
+        c = estimate["config"]
+        err.print(
+            f"[yellow]{estimate['cases']:,} cases, about {duration_text(estimate['seconds'])} at the measured "
+            f"{c['preflight_case_s']:.1f} s a case[/] — `--limit N` samples N per suite evenly; "
+            f"case timeout {c['case_timeout_s']:g}s"
+        )
 
 
 #: Options that decide what a run does: a resume takes them from the run's manifest.
@@ -206,6 +240,7 @@ _RUN_SETTINGS = (
     "api_base",
     "api_key_env",
     "limit",
+    "all_cases",
     "repeat",
     "no_cache",
     "latency_budget",
@@ -242,6 +277,13 @@ def _exit_on_errors(summary: dict[str, Any], manifest: dict[str, Any], where: st
     )
     for e in summary.get("first_errors") or []:
         err.print(f"  [red]{e['count']} ×[/] {_escape(e['error'])}")
+    config = manifest.get("config") or {}
+    if any(str(e["error"]).startswith("timeout") for e in summary.get("first_errors") or []):
+        err.print(
+            f"cases timed out: with fewer cases in flight each finishes sooner (lower -j, now {config.get('jobs')}), "
+            f"or give each longer (raise --case-timeout, now {config.get('case_timeout_s'):g}s); a timed-out case "
+            "has no score (it is not counted as a low one)"
+        )
     if errors / total > share:
         err.print(
             f"fix the cause, then run them again with `harnessctl eval --resume {run_id}{where}`"
@@ -301,6 +343,21 @@ def _json_summary(summary: dict[str, Any], root: Path) -> dict[str, Any]:
 
 def _fmt_s(x: Any) -> str:
     return "—" if x is None else f"{x:.2f}s"
+
+
+def _note_sample(manifest: dict[str, Any]) -> None:
+    """Say so when the run sampled its suites by default (an in-process model without --limit)."""
+    config = manifest.get("config") or {}
+    if not config.get("sampled"):
+        return
+    sizes = ", ".join(
+        f"{(info or {}).get('planned_cases')} of {(info or {}).get('n', '?'):,} {name}"
+        for name, info in (manifest.get("suites") or {}).items()
+    )
+    out.print(
+        f"[dim]sampled evenly: {sizes} cases (an in-process model runs {config.get('limit')} per suite "
+        "unless told; --all or --limit 0 runs every case)[/]"
+    )
 
 
 def _note_control_suites(manifest: dict[str, Any]) -> None:

@@ -51,6 +51,51 @@ _PACKAGES = ("harnessctl", "litellm", "transformers", "torch", "trl", "if-verifi
 
 Progress = Callable[[str, int, int], None]  # (suite, done, total)
 
+#: Cases per suite an in-process model (``local:``, ``shipped:``) runs when no ``--limit`` is
+#: given: an evenly spread sample, since every case costs seconds of CPU (``--all`` or
+#: ``--limit 0``: every case).
+IN_PROCESS_LIMIT = 100
+#: A scaled case timeout is this many times a case's measured time with ``jobs`` in flight...
+TIMEOUT_FACTOR = 4.0
+#: ...and never below this many seconds (a first case, a busier minute, a longer answer).
+MIN_CASE_TIMEOUT_S = 60.0
+
+
+def in_process(model: str) -> bool:
+    """Whether a model string runs in this process (its cases share this machine's CPU).
+
+    >>> in_process("shipped:hat"), in_process("local:m"), in_process("openai/gpt-4o-mini"), in_process("oracle")
+    (True, True, False, False)
+    """
+    return model.startswith(("local:", "shipped:"))
+
+
+def default_limit(model: str, limit: int | None, *, all_cases: bool = False) -> tuple[int | None, bool]:
+    """``(cases per suite, sampled by default)`` for a ``--limit`` as given: ``0`` or ``all_cases``
+    mean every case (``None``); no limit on an in-process model means :data:`IN_PROCESS_LIMIT`.
+
+    >>> default_limit("shipped:hat", None), default_limit("shipped:hat", 0), default_limit("openai/x", None)
+    ((100, True), (None, False), (None, False))
+    >>> default_limit("local:m", None, all_cases=True), default_limit("local:m", 5)
+    ((None, False), (5, False))
+    """
+    if all_cases or limit == 0:
+        return None, False
+    if limit is None and in_process(model):
+        return IN_PROCESS_LIMIT, True
+    return limit, False
+
+
+def scaled_timeout(case_s: float, jobs: int) -> float:
+    """The per-case timeout for a model whose case took ``case_s`` alone: with ``jobs`` cases
+    sharing one in-process model a case may wait for the others' turns, so the timeout grows with
+    both; the measurement is taken under the machine's load at the time.
+
+    >>> scaled_timeout(0.2, 8), scaled_timeout(3.7, 8)
+    (60.0, 118.4)
+    """
+    return round(max(MIN_CASE_TIMEOUT_S, TIMEOUT_FACTOR * case_s * jobs), 1)
+
 
 @dataclass
 class EvalConfig:
@@ -78,6 +123,12 @@ class EvalConfig:
     seed: int = 0  # generation seed; repeat r uses seed + r
     #: Share of results (0-1) that may end in an error before the run counts as failed.
     max_error_share: float = 0.0
+    #: ``limit`` is the in-process default (:data:`IN_PROCESS_LIMIT`), not one asked for.
+    sampled: bool = False
+    #: Set the case timeout from a timed preflight case (in-process models; :func:`scaled_timeout`).
+    scale_timeout: bool = False
+    #: Seconds the preflight case took alone, when it was timed.
+    preflight_case_s: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.suites, str):
@@ -518,6 +569,32 @@ def preflight(config: EvalConfig, backend: EvalBackend) -> None:
         check(config.settings(0))
 
 
+def run_estimate(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """How long a run's planned cases take one after another at its timed preflight case, or None
+    when no case was timed (a served model, a timeout given): ``{cases, seconds, config}``.
+    Batching cases in flight (``-j``) makes the run shorter; the progress bar shows the real rate.
+
+    >>> run_estimate({"planned": {"variant": 1600}, "config": {"preflight_case_s": 2.0}})["seconds"]
+    3200.0
+    """
+    config = manifest.get("config") or {}
+    case_s = config.get("preflight_case_s")
+    if not case_s:
+        return None
+    cases = sum((manifest.get("planned") or {}).values())
+    return {"cases": cases, "seconds": round(cases * float(case_s), 1), "config": config}
+
+
+async def time_case(config: EvalConfig, model: Any, resolver: HarnessResolver, item: SuiteItem) -> float:
+    """Seconds ``item`` takes alone on ``model`` (no cache), run twice so that loading the weights
+    and warming the prefix cache are not counted; the same number under the same load as the run."""
+    runner = CaseRunner(replace(config, case_timeout_s=max(config.case_timeout_s, 600.0)), model, resolver)
+    await runner.run(item, 0)
+    started = time.perf_counter()
+    await runner.run(item, 0)
+    return round(time.perf_counter() - started, 3)
+
+
 async def _run_pending(
     pending: list[tuple[SuiteItem, int]],
     runner: CaseRunner,
@@ -581,6 +658,10 @@ async def arun_eval(
     wrapped = make_backend(config, backend)
     if backend is None:  # a backend handed in is the caller's to vouch for
         preflight(config, wrapped)
+    if config.scale_timeout and in_process(config.model):
+        first = next(iter(v[0] for v in items.values() if v))
+        config.preflight_case_s = await time_case(config, wrapped.inner, resolver, first)
+        config.case_timeout_s = scaled_timeout(config.preflight_case_s, config.jobs)
     store = RunStore.create(config.runs_dir, build_manifest(config, items, harness), run_id=run_id)
     if on_start:
         on_start(store)
@@ -714,12 +795,18 @@ __all__ = [
     "EvalConfig",
     "EvalOutcome",
     "HarnessResolver",
+    "IN_PROCESS_LIMIT",
     "arun_eval",
     "arun_items",
     "aresume_eval",
+    "default_limit",
+    "in_process",
     "make_backend",
     "plan",
     "preflight",
     "resume_eval",
+    "run_estimate",
     "run_eval",
+    "scaled_timeout",
+    "time_case",
 ]

@@ -105,18 +105,23 @@ def suite_summary(results: list[CaseResult], latency_budget_s: float | None = No
     # Latency of fully cached episodes says nothing about the model: leave them out (a run
     # answered wholly from the cache has no latency to report, not a latency of zero).
     live = [r for r in results if not r.cached and r.error is None]
+    # A case that ended in an error (a timeout, a model error) has no score: counting it as 0
+    # would make the score depend on the machine's load. It is counted under errors, and
+    # ``--resume`` runs it again.
+    scored = [r for r in results if r.error is None]
     out: dict[str, Any] = {
-        "score": _pct(sum(r.score for r in results) / n_results) if n_results else 0.0,
+        "score": _pct(sum(r.score for r in scored) / len(scored)) if scored else 0.0,
         "n": len(cases),
         "n_results": n_results,
-        "pass_rate": _pct(sum(r.passed for r in results) / n_results) if n_results else 0.0,
-        "errors": sum(r.error is not None for r in results),
+        "n_scored": len(scored),
+        "pass_rate": _pct(sum(r.passed for r in scored) / len(scored)) if scored else 0.0,
+        "errors": n_results - len(scored),
         "cached": sum(r.cached for r in results),
         "model_calls": sum(r.model_calls for r in results),
         "cache_hits": sum(r.cache_hits for r in results),
         "components": {k: _pct(sum(v) / len(v)) for k, v in sorted(comps.items())},
-        "by_intent": _group(results, lambda r: [r.intent or "unknown"]),
-        "by_family": _group(results, lambda r: r.families or ["none"]),
+        "by_intent": _group(scored, lambda r: [r.intent or "unknown"]),
+        "by_family": _group(scored, lambda r: r.families or ["none"]),
         # Failure categories: "hallucinated_number:$7.77" counts as hallucinated_number.
         "failures": dict(Counter(f.split(":", 1)[0] for r in results for f in r.failures).most_common()),
         "latency": latency_stats([r.latency_s for r in live], latency_budget_s).to_dict(),

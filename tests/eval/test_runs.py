@@ -82,7 +82,8 @@ def test_bad_options_are_clear_errors(tmp_path):
     assert res.exit_code == 2 and "no such run" in res.output
     res = runner.invoke(app, eval_args(tmp_path, "--suite", "ifeval", "--latency-budget", "soon"))
     assert res.exit_code == 2 and "not a duration" in res.output
-    for flag, value in (("--limit", "0"), ("-j", "0"), ("--repeat", "0")):
+    assert runner.invoke(app, eval_args(tmp_path, "--model", "oracle", "--limit", "-1")).exit_code == 2
+    for flag, value in (("-j", "0"), ("--repeat", "0")):  # --limit 0 is every case
         res = runner.invoke(app, eval_args(tmp_path, "--model", "oracle", flag, value))
         assert res.exit_code == 2 and "must be at least 1, got 0" in res.output, (flag, res.output)
     (tmp_path / "afile").write_text("not a folder")
