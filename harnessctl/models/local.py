@@ -248,10 +248,9 @@ class LocalModel:
             torch.manual_seed(settings.seed)
         with torch.inference_mode():
             if self.prefix_cache is not None:
-                input_ids, attention_mask, cache, cached = self._cached_layout(prompts)
+                input_ids, attention_mask, cache = self._cached_layout(prompts)
             else:
                 input_ids, attention_mask, cache = self._shared_layout(prompts)
-                cached = []
             width = input_ids.shape[1]
             if cache is not None:
                 kwargs["cache"] = cache
@@ -304,7 +303,7 @@ class LocalModel:
         attention_mask = torch.cat([torch.ones_like(input_ids[:, :shared]), attention_mask], dim=1)
         return input_ids, attention_mask, cache
 
-    def _cached_layout(self, prompts: list[list[int]]) -> tuple[Any, Any, Any, list[int]]:
+    def _cached_layout(self, prompts: list[list[int]]) -> tuple[Any, Any, Any]:
         """With the prefix cache: each row starts from the longest cached prefix of its own prompt
         (its episode's last turn, else the harness every row shares, computed once here when no
         earlier batch did), and only the rest is computed.
@@ -312,8 +311,7 @@ class LocalModel:
         Row ``i`` is laid out as ``[pad][cached_i][pad][rest_i]``: the cached parts are aligned to
         end at one column (the KV cache, each row's entries left-padded), the rests left-padded
         after it. Padding is masked and positions count only real tokens, so every row sees its
-        prompt as it would alone. Returns ``(input_ids, attention_mask, cache or None, cached
-        lengths)``."""
+        prompt as it would alone. Returns ``(input_ids, attention_mask, cache)``."""
         from transformers import DynamicCache
 
         torch = self._torch
@@ -338,7 +336,7 @@ class LocalModel:
         self.cached_prefix_tokens += sum(cached)
         cache = DynamicCache(config=self.model.config)  # passed even when empty: the rows are kept from it
         if not width_cached:
-            return input_ids, attention_mask, cache, cached
+            return input_ids, attention_mask, cache
         reference = next(layers for n, (_, layers) in zip(cached, found) if n)
         for layer, (ref, _) in enumerate(reference):
             keys, values = [], []
@@ -348,7 +346,7 @@ class LocalModel:
                 keys.append(torch.cat([lead, k], dim=2))
                 values.append(torch.cat([lead, v], dim=2))
             cache.update(torch.cat(keys), torch.cat(values), layer)
-        return input_ids, attention_mask, cache, cached
+        return input_ids, attention_mask, cache
 
     def _store_rows(self, prompts: list[list[int]], cache: Any, attention_mask: Any, generated: Any) -> None:
         """Keep each row's prompt and completion (all but its last token) in the prefix cache:
