@@ -160,6 +160,7 @@ def eval_cmd(
         return
     from harnessctl.eval.runner import EvalConfig, default_limit, resume_eval, run_eval
     from harnessctl.eval.stats import parse_duration
+    from harnessctl.eval.suites import find_evals_dir
 
     where = "" if runs_dir == DEFAULT_RUNS_DIR else f" --runs-dir {shlex.quote(str(runs_dir))}"
     with _library_errors():
@@ -189,7 +190,7 @@ def eval_cmd(
                 retries=retries,
                 max_error_share=max_error_share,
                 harness_path=str(resolve_harness_path(harness)),
-                evals_dir=str(evals_dir),
+                evals_dir=str(find_evals_dir(evals_dir)),
                 runs_dir=str(runs_dir),
             )
             config.model = choose_model(model)

@@ -42,7 +42,7 @@ from .cache import CallCache, EvalBackend
 from .ifeval import IFEvalCase, score_response
 from .results import PASS_THRESHOLD, CaseResult
 from .store import RunError, RunStore
-from .suites import AGENT_SUITES, SUITES, SuiteItem, load_suite, sample, suite_info
+from .suites import AGENT_SUITES, SUITES, SuiteItem, check_fits, load_suite, sample, suite_info
 from .summary import summarize
 
 DEFAULT_CACHE = Path(".cache") / "harnessctl" / "model_calls.sqlite"
@@ -651,6 +651,8 @@ async def arun_eval(
         raise ValueError(f"nothing to run ({reasons})")
     resolver = HarnessResolver(config.harness_path)
     harness = resolver.get(None)
+    for s, v in items.items():  # a suite written for another harness's skills and tools is refused
+        check_fits(s, v, harness, config.harness_path)
     for v in items.values():  # build every harness (git versions, variants) before the clock starts
         for item in v:
             if item.harness is not None:

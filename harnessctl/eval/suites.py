@@ -226,3 +226,58 @@ def write_suite(name: str, items: Iterable[SuiteItem], evals_dir: str | Path = "
             f.write(item.to_line() + "\n")
     os.replace(tmp, path)
     return path
+
+
+def missing_keys(items: Iterable[SuiteItem], harness: Any) -> dict[str, list[str]]:
+    """The skill and tool keys the cases expect that ``harness`` lacks: ``{"skills": [...],
+    "tools": [...]}``, empty lists when the suite fits it (IFEval prompts expect none).
+
+    >>> from harnessctl.harness import load_harness   # doctest: +SKIP
+    >>> missing_keys(load_suite("livestream"), load_harness("harnesses/myshop"))   # doctest: +SKIP
+    {'skills': ['price_promo', ...], 'tools': ['get_promotions', ...]}
+    """
+    skills = {s.key for s in harness.skills}
+    tools = {t.key for t in harness.tools}
+    lack: dict[str, set[str]] = {"skills": set(), "tools": set()}
+    for item in items:
+        expect = getattr(item.case, "expect", None)
+        if expect is None:
+            continue
+        if expect.skill and expect.skill not in skills:
+            lack["skills"].add(expect.skill)
+        lack["tools"].update(c.tool for c in expect.calls if c.tool not in tools)
+    return {k: sorted(v) for k, v in lack.items()}
+
+
+def check_fits(suite: str, items: list[SuiteItem], harness: Any, harness_path: str | Path) -> None:
+    """Refuse, with a :class:`SuiteError` saying how to build suites for it, a suite whose cases
+    expect skills or tools (by key) that the harness lacks: it would score the harness on work it
+    cannot do."""
+    lack = missing_keys(items, harness)
+    if not (lack["skills"] or lack["tools"]):
+        return
+    named = "; ".join(f"{k}: {', '.join(v[:5])}{' …' if len(v) > 5 else ''}" for k, v in lack.items() if v)
+    name = getattr(harness, "name", "the harness")
+    raise SuiteError(
+        f"suite {suite}: its cases expect what {name} ({harness_path}) lacks ({named}); they are written "
+        f"for another harness. Build suites for it: `harnessctl eval build-suites -H {harness_path} "
+        f"--evals-dir evals-{name}` where its keys match the simulator's, or write cases by its own keys "
+        f"in evals-{name}/<suite>.jsonl; then pass --evals-dir evals-{name}"
+    )
+
+
+def find_evals_dir(evals_dir: str | Path, start: str | Path | None = None) -> Path:
+    """``evals_dir`` as given when it exists or is absolute; a relative one missing here is looked
+    for in the folders above (the project's ``evals/`` seen from inside a harness folder).
+
+    >>> find_evals_dir("/nonexistent/evals")
+    PosixPath('/nonexistent/evals')
+    """
+    given = Path(evals_dir)
+    here = Path(start) if start is not None else Path.cwd()
+    if given.is_absolute() or (here / given).is_dir():
+        return given
+    for folder in here.resolve().parents:
+        if (folder / given).is_dir():
+            return folder / given
+    return given

@@ -98,7 +98,7 @@ def test_the_edit_check_script_evaluates_both_shipped_models_under_both_edits(re
     # without --model the shipped HAT model runs; fixed-SFT is named
     models = {name: r["model"] for name, r in runs.items()}
     assert all(
-        models[f"hat-{h}"].endswith("/hat") and models[f"fixed-sft-{h}"] == "shipped:fixed-sft"
+        models[f"hat-{h}"] == "shipped:hat" and models[f"fixed-sft-{h}"] == "shipped:fixed-sft"
         for h in ("shipped", "heldout")
     )
     assert res.stdout.count("$ harnessctl eval") == 6 and res.stdout.count("$ harnessctl compare") == 4
