@@ -61,7 +61,10 @@ def bar_chart(
     """A horizontal bar chart as an inline SVG string."""
     if not items:
         return "<p class=meta>no data</p>"
-    row, label_w, pad = 22, 180, 4
+    # the label column fits the longest label (about 7 px a character at 12 px): never clipped
+    row, pad = 22, 4
+    label_w = max(180, 12 + 7 * max(len(str(label)) for label, _ in items))
+    width = max(width, label_w + 70 + 200)
     bar_w = width - label_w - 70
     h = row * len(items) + pad * 2
     top = max(max_value, max((v for _, v in items), default=0.0)) or 1.0
@@ -70,7 +73,7 @@ def bar_chart(
         y = pad + i * row
         w = max(0.0, bar_w * (v / top))
         parts.append(
-            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{escape(str(label))[:28]}</text>'
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{escape(str(label))}</text>'
         )
         parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{color}" rx="2"/>')
         parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 15}" font-size="12">{v:.1f}{escape(unit)}</text>')
@@ -100,7 +103,11 @@ def histogram(
     counts = [0] * bins
     for x in xs:
         counts[min(bins - 1, int(x / step))] += 1
-    left, bottom, top_pad = 40, 28, 14
+    # every label on a row of its own above the bars: the off-chart notes first, then one row per
+    # marker, so that no two labels overlap however close their values
+    left, bottom, line = 40, 28, 12
+    top_pad = 6 + line * (len(off_chart) + len(markers))
+    height += top_pad - 14
     plot_w, plot_h = width - left - 50, height - bottom - top_pad
     cmax = max(counts) or 1
     bw = plot_w / bins
@@ -125,12 +132,18 @@ def histogram(
         parts.append(
             f'<line x1="{x:.1f}" y1="{top_pad}" x2="{x:.1f}" y2="{top_pad + plot_h}" stroke="{color}" stroke-dasharray="4 3"/>'
         )
+        y = 4 + line * (len(off_chart) + i + 1)
+        anchor = "end" if x > left + plot_w * 0.8 else "start"  # near the right edge: written leftwards
         parts.append(
-            f'<text x="{x + 3:.1f}" y="{top_pad + 10 + 11 * (i % 3)}" font-size="11" fill="{color}">{escape(name)}</text>'
+            f'<line x1="{x:.1f}" y1="{y + 2}" x2="{x:.1f}" y2="{top_pad}" stroke="{color}" stroke-width="0.5"/>'
+        )
+        parts.append(
+            f'<text x="{x + (-3 if anchor == "end" else 3):.1f}" y="{y}" font-size="11" text-anchor="{anchor}" '
+            f'fill="{color}">{escape(name)} {v:.2f}s</text>'
         )
     for i, (name, v) in enumerate(sorted(off_chart.items(), key=lambda kv: kv[1])):
         parts.append(
-            f'<text x="{left + plot_w}" y="{top_pad + 10 + 11 * i}" font-size="11" text-anchor="end" fill="#cf222e">{escape(name)} {v:.2f}s →</text>'
+            f'<text x="{left + plot_w}" y="{4 + line * (i + 1)}" font-size="11" text-anchor="end" fill="#cf222e">{escape(name)} {v:.2f}s →</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
