@@ -40,8 +40,8 @@ from harnessctl.models.local import (
     _closed_tool_calls,
     _first_line,
     _strip_special,
-    _template_messages,
     _writes_tool_calls,
+    render_prompt_ids,
 )
 from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
@@ -154,14 +154,7 @@ class LlamaCppModel:
 
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
         """Token ids of the rendered conversation, ending with the assistant's generation prompt."""
-        out = self.tokenizer.apply_chat_template(
-            _template_messages(messages),
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )
-        return list(out["input_ids"])
+        return render_prompt_ids(self.tokenizer, messages, tools)
 
     def generate(
         self,

@@ -139,14 +139,7 @@ class LocalModel:
 
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
         """Token ids of the rendered conversation, ending with the assistant's generation prompt."""
-        out = self.tokenizer.apply_chat_template(
-            _template_messages(messages),
-            tools=tools or None,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )
-        return list(out["input_ids"])
+        return render_prompt_ids(self.tokenizer, messages, tools)
 
     def generate(
         self,
@@ -639,6 +632,15 @@ def _text_callback(tokenizer: Any, on_text: Callable[[str], None]) -> Any:
                 on_text(_strip_special(self.text, tokenizer))
 
     return TextCallback()
+
+
+def render_prompt_ids(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+    """The token ids of a conversation rendered with ``tokenizer``'s chat template and ``tools``,
+    ending with the assistant's generation prompt: what every in-process engine feeds its model."""
+    out = tokenizer.apply_chat_template(
+        _template_messages(messages), tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=True
+    )
+    return list(out["input_ids"])
 
 
 def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

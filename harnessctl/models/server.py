@@ -569,7 +569,10 @@ def _make_handler(server: EmbeddedServer) -> type[BaseHTTPRequestHandler]:
 
 
 def _default_served_name(backend: ModelBackend) -> str:
+    """The name clients ask for: a folder's last part, a shipped model's own name (``hat``)."""
     name = getattr(backend, "name", "model")
+    if name.startswith("shipped:"):
+        return name.partition(":")[2] or "model"
     if name.startswith(("local:", "llamacpp:")):
         return Path(name.partition(":")[2]).name or "model"
     return name.replace("/", "-")

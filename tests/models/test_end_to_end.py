@@ -188,7 +188,7 @@ def test_run_against_an_unreachable_server_says_so_and_exits_2(livecommerce_path
     [
         (["-m", "nonsense-provider/x"], "not a model string litellm knows"),
         (["-m", "local:/no/such/folder"], "no such model folder"),
-        (["-m", "local:."], "not a model folder (no config.json)"),
+        (["-m", "local:."], "not a model folder (no config.json or adapter_config.json)"),
         (["-q", "   "], "the query is empty"),
         (["-p", "P999"], "no product 'P999' in the catalog"),
         (["-m", "oracle", "--api-base", "http://127.0.0.1:1/v1"], "--api-base is for served models"),

@@ -207,7 +207,8 @@ def test_a_shipped_model_runs_in_process_and_served(tmp_path, tiny_model_path, d
         + ["--json"],
     )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["record"]["model"] == f"local:{data_root / 'hat'}"
+    # labelled by its name, not the folder it is installed in
+    assert json.loads(result.stdout)["record"]["model"] == "shipped:hat"
     server = EmbeddedServer(resolve_model("shipped:hat"), port=0).start()
     try:
         assert server.model_name == "hat"
