@@ -308,7 +308,31 @@ class LiteLLMModel:
         provider_var = f"{self.provider.upper()}_API_KEY"
         if self.api_base and not os.environ.get(provider_var):
             return DUMMY_API_KEY
+        if not self.api_base:
+            # a hosted provider without its key fails only at the first call, as a retried
+            # "500 Missing credentials": say which variable is missing now, once
+            missing = missing_key_variables(self.name)
+            if missing:
+                raise ModelError(
+                    f"{self.name}: no API key — {missing[0]} is not set; export it, or name the variable that "
+                    "holds the key with --api-key-env VAR"
+                )
         return None  # litellm reads the provider's own environment variable
+
+
+def missing_key_variables(model: str) -> list[str]:
+    """The API-key variables a hosted provider needs that the environment lacks (litellm's own
+    ``validate_environment``): ``["OPENAI_API_KEY"]`` for ``gpt-4o-mini`` without its key.
+
+    >>> missing_key_variables("gpt-4o-mini") in ([], ["OPENAI_API_KEY"])     # doctest: +SKIP
+    True
+    """
+    litellm = import_litellm()
+    try:
+        report = litellm.validate_environment(model=model)
+    except Exception:  # noqa: BLE001 - an unknown provider is reported elsewhere
+        return []
+    return [k for k in report.get("missing_keys") or [] if k.endswith("_API_KEY") and not os.environ.get(k)]
 
 
 def _connection_failure(e: BaseException) -> str | None:
@@ -329,6 +353,8 @@ def _connection_failure(e: BaseException) -> str | None:
 def _retryable(e: Exception, litellm: Any) -> bool:
     """Transport errors, timeouts, rate limits and 5xx are worth retrying; other 4xx are not."""
     ex = litellm.exceptions
+    if isinstance(e, ex.AuthenticationError) or "missing credentials" in str(e).lower():
+        return False  # no retry brings a key
     if isinstance(
         e, (ex.Timeout, ex.APIConnectionError, ex.RateLimitError, ex.InternalServerError, ex.ServiceUnavailableError)
     ):

@@ -229,3 +229,35 @@ def test_a_client_that_hangs_up_mid_stream_is_one_log_line_and_the_server_serves
     assert len([m for m in messages if "disconnected during its stream" in m]) == 1
     assert not any("backend failed" in m for m in messages) and not any(r.exc_info for r in caplog.records)
     assert after.content == "one two three four"
+
+
+def test_a_hosted_model_without_its_key_is_refused_at_once_naming_the_variable(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    started = time.perf_counter()
+    with pytest.raises(ModelError, match=r"gpt-4o-mini: no API key — OPENAI_API_KEY is not set.*--api-key-env VAR"):
+        LiteLLMModel("gpt-4o-mini")
+    with pytest.raises(ModelError, match=r"ANTHROPIC_API_KEY is not set"):
+        LiteLLMModel("anthropic/claude-sonnet-4-5")
+    assert time.perf_counter() - started < 5  # no call was made, nothing retried
+
+
+def test_a_local_server_needs_no_key_and_a_set_key_is_enough(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert LiteLLMModel("openai/tiny", api_base="http://127.0.0.1:9/v1").name == "openai/tiny"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert LiteLLMModel("gpt-4o-mini").name == "gpt-4o-mini"
+
+
+def test_an_authentication_error_is_not_retried():
+    import litellm
+
+    from harnessctl.models.litellm_backend import _retryable
+
+    auth = litellm.exceptions.AuthenticationError("bad key", llm_provider="openai", model="gpt-4o-mini")
+    assert not _retryable(auth, litellm)
+    missing = litellm.exceptions.InternalServerError(
+        "OpenAIException - Missing credentials", llm_provider="openai", model="gpt-4o-mini"
+    )
+    assert not _retryable(missing, litellm)
+    assert _retryable(litellm.exceptions.InternalServerError("boom", llm_provider="openai", model="m"), litellm)
