@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -32,50 +31,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harnessctl.eval.runner import EvalConfig, run_eval  # noqa: E402
+# the shared pieces of the transformers benchmark (this folder is on the path when run as a script)
+from bench_local import cpu, engine, run_cases  # noqa: E402
+
 from harnessctl.models.bases import DEFAULT_BASE, resolve_base  # noqa: E402
 from harnessctl.models.llamacpp import LlamaCppModel, llama_threads  # noqa: E402
 from harnessctl.models.local import LocalModel, set_threads  # noqa: E402
-
-
-def cpu() -> str:
-    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
-    for line in text.splitlines():
-        if line.startswith("model name"):
-            extra = [f for f in ("avx512_bf16", "amx_bf16", "avx2") if f in text]
-            return f"{line.split(':', 1)[1].strip()} ({', '.join(extra)}), {os.cpu_count()} cores"
-    return platform.processor()
-
-
-def engine_transformers(model: LocalModel, rounds: int) -> dict[str, float]:
-    import torch
-    from transformers import DynamicCache
-
-    m, vocab = model.model, model.model.config.vocab_size
-    ids = torch.randint(10, vocab - 10, (1, 1000), generator=torch.Generator().manual_seed(0))
-    best: dict[str, float] = {}
-    with torch.inference_mode():
-        for _ in range(rounds):
-            t = time.perf_counter()
-            m(input_ids=ids, logits_to_keep=1)
-            _keep(best, "prefill", time.perf_counter() - t)
-            cache = DynamicCache(config=m.config)
-            m(input_ids=ids[:, :800], cache=cache, use_cache=True, logits_to_keep=1)
-            t = time.perf_counter()
-            m(input_ids=ids[:, 800:], cache=cache, use_cache=True, logits_to_keep=1)
-            _keep(best, "new200", time.perf_counter() - t)
-            prompt = ids[:, :64]
-            t = time.perf_counter()
-            m.generate(
-                input_ids=prompt,
-                attention_mask=torch.ones_like(prompt),
-                max_new_tokens=64,
-                min_new_tokens=64,
-                do_sample=False,
-                pad_token_id=0,
-            )
-            _keep(best, "decode", (time.perf_counter() - t) / 64)
-    return _engine_summary(best)
 
 
 def engine_llamacpp(model: LlamaCppModel, rounds: int) -> dict[str, float]:
@@ -134,40 +95,6 @@ class Recording:
         return response
 
 
-def cases(backend: Any, n: int, max_tokens: int, runs: Path, run_id: str) -> dict[str, Any]:
-    config = EvalConfig(
-        model=backend.name,
-        suites=["livestream"],
-        limit=n,
-        jobs=1,
-        max_tokens=max_tokens,
-        cache=False,
-        case_timeout_s=3600,
-        runs_dir=str(runs),
-        evals_dir=str(ROOT / "evals"),
-        harness_path=str(ROOT / "harnesses" / "livecommerce"),
-    )
-    started = time.perf_counter()
-    run_eval(config, backend=backend, run_id=run_id)
-    wall = time.perf_counter() - started
-    records = [json.loads(line) for line in (runs / run_id / "records.jsonl").read_text().splitlines()]
-    latencies = sorted(r["latency_s"] for r in records)
-    replies = {
-        r["case_id"]: [m.get("content") for m in r["record"]["messages"] if m["role"] == "assistant"] for r in records
-    }
-    return {
-        "s_per_case": wall / n,
-        "p50": pct(latencies, 0.5),
-        "p95": pct(latencies, 0.95),
-        "score": statistics.mean(r["score"] for r in records) * 100,
-        "replies": replies,
-    }
-
-
-def pct(values: list[float], q: float) -> float:
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
-
-
 def agreement(model: LlamaCppModel, turns: list[tuple]) -> dict[str, Any]:
     """Replayed turns whose completion tokens equal transformers', and the mean shared fraction."""
     same, shares = 0, []
@@ -205,7 +132,7 @@ def main() -> None:
     local = LocalModel(f"local:{folder}", max_batch=1)
     llamas = {t: LlamaCppModel(f"llamacpp:{folder}", qtype=t, threads=llama) for t in types}
     if not args.skip_engine:
-        rows = {"transformers": engine_transformers(local, args.rounds)}
+        rows = {"transformers": engine(local, args.rounds)}
         rows.update({f"llama.cpp {t}": engine_llamacpp(m, args.rounds) for t, m in llamas.items()})
         print(f"\nengine (best of {args.rounds}):")
         print(f"{'engine':18s} {'prefill 1000':>13s} {'prefill tok/s':>14s} {'200 on 800':>11s} {'decode tok/s':>13s}")
@@ -222,10 +149,11 @@ def main() -> None:
             )
     recorded = Recording(local)
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {"transformers": cases(recorded, args.cases, args.max_tokens, Path(tmp), "transformers")}
+        cases = {"n": args.cases, "max_tokens": args.max_tokens, "runs": Path(tmp), "jobs": 1}
+        runs = {"transformers": run_cases(recorded, **cases, run_id="transformers")}
         print(f"  transformers done (load {os.getloadavg()[0]:.2f})")
         first = llamas[types[0]]
-        runs[f"llama.cpp {types[0]}"] = cases(first, args.cases, args.max_tokens, Path(tmp), "llamacpp")
+        runs[f"llama.cpp {types[0]}"] = run_cases(first, **cases, run_id="llamacpp")
         print(f"  llama.cpp done (load {os.getloadavg()[0]:.2f})")
     print(f"\n{args.cases} livestream cases at -j 1, max_tokens {args.max_tokens}:")
     print(f"{'engine':18s} {'s/case':>8s} {'ratio':>7s} {'P50':>7s} {'P95':>7s} {'score':>6s}  replies")

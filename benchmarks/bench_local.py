@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,11 +57,12 @@ MODES = {
 
 
 def cpu() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
+    """The CPU's model name, the instructions that decide bf16 against fp32, and the core count."""
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    for line in text.splitlines():
         if line.startswith("model name"):
-            flags = Path("/proc/cpuinfo").read_text()
-            extra = [f for f in ("avx512_bf16", "amx_bf16", "avx2") if f in flags]
-            return f"{line.split(':', 1)[1].strip()} ({', '.join(extra)})"
+            extra = [f for f in ("avx512_bf16", "amx_bf16", "avx2") if f in text]
+            return f"{line.split(':', 1)[1].strip()} ({', '.join(extra)}), {os.cpu_count()} cores"
     return platform.processor()
 
 
@@ -108,13 +110,15 @@ def engine(model: LocalModel, rounds: int) -> dict[str, float]:
     }
 
 
-def cases(spec: str, mode: dict, n: int, max_tokens: int, runs: Path, run_id: str) -> dict:
-    model = LocalModel(spec, max_batch=mode["max_batch"], prefix_cache_mb=None if mode["cache"] else 0)
+def run_cases(backend: Any, *, jobs: int, n: int, max_tokens: int, runs: Path, run_id: str) -> dict[str, Any]:
+    """``n`` livestream cases through the eval runner (the path ``harnessctl eval`` takes): wall
+    seconds per case, the score, each case's replies and the reply latencies (a case is one viewer
+    comment answered, tool calls included)."""
     config = EvalConfig(
-        model=model.name,
+        model=backend.name,
         suites=["livestream"],
         limit=n,
-        jobs=mode["jobs"],
+        jobs=jobs,
         max_tokens=max_tokens,
         cache=False,
         case_timeout_s=3600,
@@ -123,23 +127,34 @@ def cases(spec: str, mode: dict, n: int, max_tokens: int, runs: Path, run_id: st
         harness_path=str(ROOT / "harnesses" / "livecommerce"),
     )
     started = time.perf_counter()
-    run_eval(config, backend=model, run_id=run_id)
+    run_eval(config, backend=backend, run_id=run_id)
     wall = time.perf_counter() - started
     records = [json.loads(line) for line in (runs / run_id / "records.jsonl").read_text().splitlines()]
     replies = {
         r["case_id"]: [m.get("content") for m in r["record"]["messages"] if m["role"] == "assistant"] for r in records
     }
-    latencies = sorted(r["latency_s"] for r in records)  # a case is one viewer comment: its reply's latency
+    latencies = sorted(r["latency_s"] for r in records)
+    scores = [r["score"] for r in records if r.get("score") is not None]
     return {
         "wall_s": wall,
         "s_per_case": wall / n,
-        "score": statistics.mean(r["score"] for r in records) * 100,
+        "score": statistics.mean(scores) * 100 if scores else float("nan"),
         "replies": replies,
         "latency": latencies,
-        "cached_tokens": model.cached_prefix_tokens,
-        "shared_tokens": model.shared_prefix_tokens,
-        "batches": dict(model.batch_stats.sizes),
+        "p50": pct(latencies, 0.5),
+        "p95": pct(latencies, 0.95),
     }
+
+
+def cases(spec: str, mode: dict, n: int, max_tokens: int, runs: Path, run_id: str) -> dict:
+    model = LocalModel(spec, max_batch=mode["max_batch"], prefix_cache_mb=None if mode["cache"] else 0)
+    result = run_cases(model, jobs=mode["jobs"], n=n, max_tokens=max_tokens, runs=runs, run_id=run_id)
+    result.update(
+        cached_tokens=model.cached_prefix_tokens,
+        shared_tokens=model.shared_prefix_tokens,
+        batches=dict(model.batch_stats.sizes),
+    )
+    return result
 
 
 def pct(values: list[float], q: float) -> float:

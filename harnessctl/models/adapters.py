@@ -97,6 +97,11 @@ def resolve_adapter_base(folder: str | Path, base_override: str | None = None) -
     return resolved
 
 
+def tokenizer_source(folder: Path, base: Path | str) -> Path | str:
+    """Where an adapter's tokenizer is read from: its own folder when it saved one, else its base's."""
+    return folder if any((folder / n).is_file() for n in _TOKENIZER_FILES[:2]) else base
+
+
 def load_adapter_model(
     folder: str | Path, *, dtype: Any = None, merge: bool = True, trainable: bool = False, base: str | None = None
 ) -> tuple[Any, Any]:
@@ -112,7 +117,7 @@ def load_adapter_model(
 
     folder = Path(folder)
     base_path = resolve_adapter_base(folder, base)
-    tokenizer_from = folder if any((folder / n).is_file() for n in _TOKENIZER_FILES[:2]) else base_path
+    tokenizer_from = tokenizer_source(folder, base_path)
     with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_from, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(base_path, local_files_only=True, dtype=dtype)

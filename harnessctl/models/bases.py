@@ -44,6 +44,8 @@ BASE_FILE = "BASE.json"
 #: Bumped when the conversion writes a different folder from the same file.
 CONVERSION_FORMAT = 1
 CACHE_ENV = "HARNESSCTL_CACHE"
+#: Fingerprints of bases that carry no ``BASE.json`` (a user's own folders), in the cache.
+FINGERPRINTS_FILE = "fingerprints.json"
 
 
 class BaseError(ModelError):
@@ -305,11 +307,41 @@ def weights_fingerprint(folder: Path) -> str:
 
 
 def base_fingerprint(folder: Path) -> str:
-    """The fingerprint of the base in ``folder``: recorded at conversion, else computed."""
+    """The fingerprint of the base in ``folder``: recorded at conversion, else computed once per
+    version of its files (a user's 8 B base is 16 GB to hash; adapters check it at every load)
+    and remembered in the cache by the files' names, sizes and modification times."""
     record = read_base_record(folder)
     if record and record.get("fingerprint"):
         return str(record["fingerprint"])
-    return weights_fingerprint(folder)
+    memo_path = base_cache_dir() / FINGERPRINTS_FILE
+    key, stamp = str(Path(folder).resolve()), _files_stamp(Path(folder))
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        memo = {}
+    known = memo.get(key) or {}
+    if known.get("stamp") == stamp and known.get("fingerprint"):
+        return str(known["fingerprint"])
+    fingerprint = weights_fingerprint(Path(folder))
+    memo = {k: v for k, v in memo.items() if Path(k).is_dir()}  # folders since removed are forgotten
+    memo[key] = {"stamp": stamp, "fingerprint": fingerprint}
+    try:  # best effort: a cache that cannot be written only costs the hash again
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo_path.with_name(f".{memo_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(memo, indent=1), encoding="utf-8")
+        tmp.replace(memo_path)
+    except OSError:
+        pass
+    return fingerprint
+
+
+def _files_stamp(folder: Path) -> list[list[Any]]:
+    """Name, size and modification time of each file :func:`weights_fingerprint` reads."""
+    return [
+        [p.name, p.stat().st_size, p.stat().st_mtime_ns]
+        for p in sorted(folder.iterdir())
+        if p.is_file() and (p.suffix == ".safetensors" or p.name == "config.json")
+    ]
 
 
 def resolve_base(spec: str, environ: Mapping[str, str] | None = None) -> Path | str:
@@ -348,19 +380,3 @@ def base_name_of(folder: Path | str) -> str | None:
     """The known base a folder was converted from (``smollm2-135m``), else None."""
     record = read_base_record(Path(folder)) if Path(str(folder)).is_dir() else None
     return str(record["base"]) if record and record.get("base") else None
-
-
-def describe(name: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """What is known about a base, for ``harnessctl model list``: its folder, whether it is fetched."""
-    spec = known_base(name)
-    folder = base_dir(name, environ)
-    record = read_base_record(folder)
-    return {
-        "name": name,
-        "description": spec.description,
-        "license": spec.license,
-        "wheel": spec.wheel,
-        "path": str(folder),
-        "fetched": bool(record and _complete(folder, record)),
-        "fingerprint": (record or {}).get("fingerprint"),
-    }

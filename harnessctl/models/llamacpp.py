@@ -30,20 +30,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessctl.models.adapters import _TOKENIZER_FILES, is_adapter, resolve_adapter_base
+from harnessctl.models.adapters import is_adapter, resolve_adapter_base, tokenizer_source
 from harnessctl.models.base import GenerationSettings, ModelError
 from harnessctl.models.gguf_export import cached_gguf_path, export_gguf, read_gguf_meta, source_fingerprint
 from harnessctl.models.local import (
     THREADS_ENV,
     ContextLengthError,
     _after_calls,
-    _closed_tool_calls,
     _first_line,
     _strip_special,
     _writes_tool_calls,
+    collect_stop_ids,
+    common_prefix,
+    completion_response,
     render_prompt_ids,
 )
-from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
 
 PREFIX = "llamacpp:"
@@ -125,7 +126,7 @@ class LlamaCppModel:
             )
         except (ValueError, RuntimeError) as e:
             raise ModelError(f"{self.name}: llama.cpp cannot load {self.gguf_path}: {_first_line(e)}") from None
-        self._stop_ids = _stop_ids(self.tokenizer, generation_eos, meta.get("eos_token_id"))
+        self._stop_ids = collect_stop_ids(self.tokenizer, generation_eos, meta.get("eos_token_id"))
         self._tool_call_stop = _writes_tool_calls(self.tokenizer)
         self._lock = threading.Lock()
         #: Prompt tokens llama.cpp did not compute again because the request before shared them.
@@ -192,7 +193,7 @@ class LlamaCppModel:
     def _complete(
         self, prompt: list[int], settings: GenerationSettings, on_text: Callable[[str], None] | None
     ) -> list[int]:
-        shared = _common_prefix(self._last, prompt)
+        shared = common_prefix(self._last, prompt)
         # llama.cpp recomputes at least the prompt's last token, to have its logits
         reused = min(shared, len(prompt) - 1)
         self.cached_prefix_tokens += reused
@@ -226,26 +227,14 @@ class LlamaCppModel:
         return completion
 
     def _response(self, prompt: list[int], completion: list[int], started: float) -> ModelResponse:
-        stopped = bool(completion) and completion[-1] in self._stop_ids
-        if not stopped and self._tool_call_stop:
-            closed = _closed_tool_calls(self.tokenizer, completion)
-            if closed is not None:  # stopped after its last call, before what followed it
-                completion, stopped = closed, True
-        body = completion[:-1] if stopped and completion[-1] in self._stop_ids else completion
-        text = _strip_special(self.tokenizer.decode(body, skip_special_tokens=False), self.tokenizer)
-        content, calls, errors = parse_tool_calls(text)
-        finish = "length" if not stopped else ("tool_calls" if calls else "stop")
-        return ModelResponse(
-            content=content,
-            tool_calls=calls,
-            finish_reason=finish,
-            prompt_tokens=len(prompt),
-            completion_tokens=len(completion),
-            latency_s=time.perf_counter() - started,
-            prompt_token_ids=prompt,
-            completion_token_ids=completion,
+        return completion_response(
+            self.tokenizer,
+            self._stop_ids,
+            prompt,
+            completion,
+            cut_after_calls=self._tool_call_stop,
             logprobs=None,
-            parse_errors=errors,
+            started=started,
         )
 
 
@@ -260,8 +249,7 @@ def _folder_tokenizer(folder: Path) -> tuple[Any, Any]:
     config_from: Path | str = folder
     if is_adapter(folder):
         config_from = resolve_adapter_base(folder)
-        if not any((folder / n).is_file() for n in _TOKENIZER_FILES[:2]):
-            source = config_from
+        source = tokenizer_source(folder, config_from)
     try:
         with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
@@ -293,23 +281,3 @@ def _file_tokenizer(path: Path) -> tuple[Any, Any]:
     if template:
         tokenizer.chat_template = template
     return tokenizer, None
-
-
-def _stop_ids(tokenizer: Any, *more: Any) -> list[int]:
-    """The end-of-turn ids: the tokenizer's eos, the generation config's, the file's."""
-    ids: list[int] = []
-    for value in (tokenizer.eos_token_id, *more):
-        for i in value if isinstance(value, list) else [value]:
-            if isinstance(i, int) and i not in ids:
-                ids.append(i)
-    if not ids:
-        raise ModelError("the model defines no end-of-turn token (eos_token_id)")
-    return ids
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i

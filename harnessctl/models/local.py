@@ -385,30 +385,51 @@ class LocalModel:
     def _response(
         self, request: _Request, prompt: list[int], completion: list[int], logprobs: list[float] | None
     ) -> ModelResponse:
-        stopped = bool(completion) and completion[-1] in self._stop_ids
-        if not stopped and self._tool_call_stop:
-            closed = _closed_tool_calls(self.tokenizer, completion)
-            if closed is not None:  # stopped after its last call, before what followed it
-                completion, stopped = closed, True
-                text = self.tokenizer.decode(completion, skip_special_tokens=False)
-        text = self.tokenizer.decode(
-            completion[:-1] if stopped and completion[-1] in self._stop_ids else completion, skip_special_tokens=False
-        )
-        text = _strip_special(text, self.tokenizer)
-        content, calls, errors = parse_tool_calls(text)
-        finish = "length" if not stopped else ("tool_calls" if calls else "stop")
-        return ModelResponse(
-            content=content,
-            tool_calls=calls,
-            finish_reason=finish,
-            prompt_tokens=len(prompt),
-            completion_tokens=len(completion),
-            latency_s=time.perf_counter() - request.started,
-            prompt_token_ids=prompt,
-            completion_token_ids=completion,
+        return completion_response(
+            self.tokenizer,
+            self._stop_ids,
+            prompt,
+            completion,
+            cut_after_calls=self._tool_call_stop,
             logprobs=logprobs,
-            parse_errors=errors,
+            started=request.started,
         )
+
+
+def completion_response(
+    tokenizer: Any,
+    stop_ids: list[int],
+    prompt: list[int],
+    completion: list[int],
+    *,
+    cut_after_calls: bool,
+    logprobs: list[float] | None,
+    started: float,
+) -> ModelResponse:
+    """A turn's :class:`ModelResponse` from its token ids, as every in-process engine answers:
+    cut after its last tool call when it went on past it (``cut_after_calls``), decoded without
+    its stop token and turn markers, tool calls parsed, the finish reason read off how it ended."""
+    stopped = bool(completion) and completion[-1] in stop_ids
+    if not stopped and cut_after_calls:
+        closed = _closed_tool_calls(tokenizer, completion)
+        if closed is not None:  # stopped after its last call, before what followed it
+            completion, stopped = closed, True
+    body = completion[:-1] if stopped and completion[-1] in stop_ids else completion
+    text = _strip_special(tokenizer.decode(body, skip_special_tokens=False), tokenizer)
+    content, calls, errors = parse_tool_calls(text)
+    finish = "length" if not stopped else ("tool_calls" if calls else "stop")
+    return ModelResponse(
+        content=content,
+        tool_calls=calls,
+        finish_reason=finish,
+        prompt_tokens=len(prompt),
+        completion_tokens=len(completion),
+        latency_s=time.perf_counter() - started,
+        prompt_token_ids=prompt,
+        completion_token_ids=completion,
+        logprobs=logprobs,
+        parse_errors=errors,
+    )
 
 
 @dataclass
@@ -481,7 +502,7 @@ class PrefixCache:
         only asks (no hit or miss counted, the entry's age unchanged)."""
         best, best_key = 0, None
         for key in self._entries:
-            n = _common_prefix(key, tokens)
+            n = common_prefix(key, tokens)
             if n > best:
                 best, best_key = n, key
         # one token of the prompt stays to be computed, so a lookup never returns all of it
@@ -515,7 +536,8 @@ class PrefixCache:
         self._sizes.pop(key, None)
 
 
-def _common_prefix(a: tuple[int, ...] | list[int], b: list[int]) -> int:
+def common_prefix(a: tuple[int, ...] | list[int], b: list[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:
@@ -672,9 +694,14 @@ def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def stop_token_ids(tokenizer: Any, model: Any) -> list[int]:
     """The end-of-turn ids of a checkpoint (tokenizer and generation config), deduplicated."""
+    return collect_stop_ids(tokenizer, getattr(getattr(model, "generation_config", None), "eos_token_id", None))
+
+
+def collect_stop_ids(tokenizer: Any, *more: Any) -> list[int]:
+    """The tokenizer's end-of-turn id and ``more`` (ids or lists of them: a generation config's,
+    a file's), deduplicated in that order; a :class:`ModelError` when there is none."""
     ids: list[int] = []
-    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    for value in (tokenizer.eos_token_id, gen_eos):
+    for value in (tokenizer.eos_token_id, *more):
         for i in value if isinstance(value, list) else [value]:
             if isinstance(i, int) and i not in ids:
                 ids.append(i)
