@@ -242,21 +242,24 @@ def convert_gguf(gguf: Path, target: Path, *, source: dict[str, Any] | None = No
             model.generation_config.bos_token_id = tokenizer.bos_token_id
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
+        record = {
+            "conversion_format": CONVERSION_FORMAT,
+            **(source or {}),
+            "gguf_file": gguf.name,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "fingerprint": weights_fingerprint(tmp),
+            "converted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (tmp / BASE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        usual_permissions(tmp)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BaseError(
             f"cannot convert {gguf}: {str(e).splitlines()[0][:300] if str(e) else type(e).__name__}"
         ) from None
-    record = {
-        "conversion_format": CONVERSION_FORMAT,
-        **(source or {}),
-        "gguf_file": gguf.name,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "fingerprint": weights_fingerprint(tmp),
-        "converted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    (tmp / BASE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    usual_permissions(tmp)
+    except BaseException:  # Ctrl-C: the folder there before stays, the half-written one goes
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     old = target.with_name(f".{target.name}.old")
     if target.exists():
         shutil.rmtree(old, ignore_errors=True)
