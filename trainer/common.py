@@ -128,7 +128,9 @@ def start_base(path: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
         if is_adapter(folder):
             return adapter_base(folder)
         if read_base_record(folder):  # a converted base named by its folder
-            return base_entry(base_name_of(folder) or str(folder), folder.resolve())
+            # by its known name where it has one (found again on another machine); else by its path
+            known = base_name_of(folder)
+            return base_entry(known if known in KNOWN_BASES else str(folder.resolve()), folder.resolve())
         return None
     name = spec or cfg.base
     if not name:

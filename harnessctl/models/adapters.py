@@ -77,14 +77,16 @@ def resolve_adapter_base(folder: str | Path, base_override: str | None = None) -
     """
     entry = adapter_base(folder)
     spec = base_override or entry.get("name") or ""
+    recorded = entry.get("path")
     try:
         resolved = resolve_base(spec)
     except BaseError:
-        recorded = entry.get("path")
         if base_override is None and recorded and Path(recorded).is_dir():
             resolved = Path(recorded)
         else:
             raise
+    if not isinstance(resolved, Path) and base_override is None and recorded and Path(recorded).is_dir():
+        resolved = Path(recorded)  # a name that is neither a known base nor a folder: the folder it was
     expected = entry.get("fingerprint")
     if expected and isinstance(resolved, Path):
         found = base_fingerprint(resolved)

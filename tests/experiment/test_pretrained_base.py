@@ -4,6 +4,7 @@ arms train LoRA adapters on it and record it by fingerprint; OPD distills to it.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -44,3 +45,34 @@ def test_a_study_on_a_base_that_is_not_fetched_says_how_to_fetch_it(tmp_path):
     )
     assert result.exit_code == 2
     assert "harnessctl model fetch smollm2-135m" in result.output and "Traceback" not in result.output
+
+
+def test_every_arm_of_a_study_on_a_pretrained_base_trains_an_adapter_and_opd_distills_to_the_base(tmp_path, small_base):
+    config = tmp_path / "small-lora.yaml"
+    config.write_text(
+        "device: cpu\nlora_r: 4\nlora_alpha: 8\nlora_layers: '1'\nsave_steps: 2\nlogging_steps: 1\n"
+        "sft:\n  per_device_batch_size: 2\n  heldout_rows: 0\n  learning_rate: 0.01\n"
+        "distill:\n  per_device_batch_size: 2\n  max_completion_length: 8\n"
+        "rl:\n  per_device_batch_size: 2\n  num_generations: 2\n  max_completion_length: 16\n  max_turn_tokens: 16\n"
+    )
+    result = runner.invoke(
+        app,
+        [
+            "experiment", "hat", "--quick", "--id", "pre", "--out", str(tmp_path / "studies"),
+            "--set", f"pretrained_base={small_base}", "--set", f"train_config={config}",
+            "--set", "data_n=24", "--set", "data_variants=4", "--set", "sft.max_steps=2",
+            "--set", "distill.max_steps=1", "--set", "distill.n_prompts=4",
+            "--set", "rl.max_steps=1", "--set", "rl.cases=4", "--train-only",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    arms = tmp_path / "studies" / "pre" / "arms"
+    fingerprint = base_fingerprint(small_base)
+    for name, parent in (("hsa-sft-opd", "hsa-sft"), ("hat", "hsa-sft-opd")):
+        model = arms / name / "model"
+        assert (model / "adapter_model.safetensors").is_file() and not (model / "model.safetensors").exists()
+        manifest = json.loads((model / "train.json").read_text())
+        assert manifest["base"]["fingerprint"] == fingerprint
+        assert manifest["stage"] in ("distill", "rl") and manifest["parent"].endswith(f"{parent}/model")
+    distill = json.loads((arms / "hsa-sft-opd" / "model" / "train.json").read_text())
+    assert Path(distill["config"]["teacher"]).resolve() == small_base.resolve()  # reverse KL to the base itself
