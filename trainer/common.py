@@ -350,6 +350,18 @@ def load_model(
     return model, tokenizer
 
 
+def remaining_estimate(elapsed_s: float, steps_done: int, steps_left: int) -> str:
+    """``", about N min left"`` at the rate of the steps done so far ("" before the first or after the last).
+
+    >>> remaining_estimate(300.0, 5, 95), remaining_estimate(30.0, 3, 0), remaining_estimate(9.0, 3, 20)
+    (', about 95 min left', '', ', about 60 s left')
+    """
+    if steps_done < 1 or steps_left < 1:
+        return ""
+    left = elapsed_s / steps_done * steps_left
+    return f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
+
+
 def drop_right_padding_mask(model: Any) -> Any:
     """Let ``model`` run right-padded batches without their padding mask; returns the hook's handle.
 
@@ -465,6 +477,7 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             self.task: Any = None
             self.lines: Any = None  # the console plain lines go to, when not a terminal
             self.started = 0.0
+            self.first_step = 0  # the step training started (or resumed) at, for the estimate
             self.shown: dict[str, float] = {}
 
         def on_train_begin(self, args, state, control, **kwargs):
@@ -475,7 +488,7 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
 
             console = Console(stderr=True)
             if not console.is_terminal:
-                self.lines, self.started = console, time.perf_counter()
+                self.lines, self.started, self.first_step = console, time.perf_counter(), state.global_step
                 return
             self.bar = Progress(
                 TextColumn(f"[bold]train {cfg.stage}[/]"),
@@ -497,8 +510,11 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             if self.lines is not None and logs and any(k in logs for k in self.KEYS):
                 metrics = "  ".join(f"{k} {logs[k]:.4g}" for k in self.KEYS if k in logs)
                 elapsed = time.perf_counter() - self.started
+                eta = remaining_estimate(
+                    elapsed, state.global_step - self.first_step, state.max_steps - state.global_step
+                )
                 self.lines.print(
-                    f"train {cfg.stage} step {state.global_step}/{state.max_steps}  {metrics}  ({elapsed:.0f} s)",
+                    f"train {cfg.stage} step {state.global_step}/{state.max_steps}  {metrics}  ({elapsed:.0f} s{eta})",
                     highlight=False,
                     soft_wrap=True,
                 )
