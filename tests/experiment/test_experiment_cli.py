@@ -372,7 +372,7 @@ def test_the_study_table_fits_80_columns_without_cutting_an_arm_or_a_number(monk
 
     console = Console(width=80, record=True, highlight=False, soft_wrap=True)
     monkeypatch.setattr(experiment_cmds, "out", console)
-    results = json.loads((REPO / "docs" / "results" / "hat-long-1600.json").read_text())
+    results = json.loads((REPO / "docs" / "studies" / "hat-long-1600.json").read_text())
     experiment_cmds._print(results, Path("experiments/long"))
     table = console.export_text().split("   met ")[0].splitlines()
     assert max(len(line) for line in table) <= 80 and "…" not in "\n".join(table)
