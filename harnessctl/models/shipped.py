@@ -47,6 +47,7 @@ INFERENCE_FILES = (
     "vocab.json",
     "merges.txt",
     "tokenizer.model",
+    "adapter_config.json",  # a LoRA adapter: its weights are adapter_model.safetensors, its base named in train.json
     TRAIN_MANIFEST,
 )
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -103,7 +104,12 @@ def inference_files(folder: Path) -> list[Path]:
 
 
 def missing_for_inference(folder: Path) -> list[str]:
-    """What ``folder`` lacks to load as a model (config, weights, tokenizer); empty when it loads."""
+    """What ``folder`` lacks to load as a model (config, weights, tokenizer); empty when it loads.
+    An adapter needs its config, its weights and ``train.json`` naming its base (whose tokenizer it
+    uses unless it saved its own)."""
+    if (folder / "adapter_config.json").is_file():
+        missing = [] if (folder / "adapter_model.safetensors").is_file() else ["adapter_model.safetensors"]
+        return missing + ([] if (folder / TRAIN_MANIFEST).is_file() else [f"{TRAIN_MANIFEST} (names the base)"])
     missing = [] if (folder / "config.json").is_file() else ["config.json"]
     if not any(folder.glob("*.safetensors")):
         missing.append("weights (*.safetensors)")

@@ -258,3 +258,65 @@ def test_training_starts_from_a_shipped_model_by_its_name(data_root, tmp_path):
         )
         assert result.exit_code == 2 and message in " ".join(result.stderr.split()), result.output
         assert "Traceback" not in result.output
+
+
+def _adapter_study(root, base):
+    """A study whose hat arm is a LoRA adapter on the pretrained base ``base``, as the trainer saves it."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from harnessctl.models.adapters import base_entry, save_adapter
+
+    root.mkdir(parents=True)
+    (root / "plan.json").write_text(json.dumps(quick_plan().to_dict()))
+    model = root / "arms" / "hat" / "model"
+    peft_model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base), LoraConfig(r=2, target_modules=["q_proj", "v_proj"])
+    )
+    save_adapter(peft_model, model)
+    (model / "checkpoint-4").mkdir()
+    (model / "checkpoint-4" / "optimizer.pt").write_bytes(b"state")
+    manifest = {"stage": "rl", "parent": "arms/hsa-sft-opd/model", "base": base_entry(str(base), base)}
+    (model / "train.json").write_text(json.dumps(manifest))
+    arm_json = {"name": "hat", "stage": "rl", "status": "done", "metrics": {"scores": {}, "slices": {}}}
+    (root / "arms" / "hat" / "arm.json").write_text(json.dumps(arm_json))
+    (root / "results.json").write_text(json.dumps({"scores": {"hat": SCORES}, "eval_cases": 10}))
+    return root
+
+
+def test_an_adapter_ships_without_its_base_and_loads_onto_the_base_it_names(
+    tmp_path, small_base, data_root, livecommerce_path
+):
+    result = _ship("--study", str(_adapter_study(tmp_path / "s", small_base)), "--arm", "hat")
+    assert result.exit_code == 0, result.output
+    shipped = data_root / "hat"
+    assert {p.name for p in shipped.iterdir()} == {"adapter_config.json", "adapter_model.safetensors", "train.json"} | {
+        SHIPPED_FILE
+    }
+    assert shipped_names(data_root) == ["hat"]
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "-q",
+            "how much?",
+            "-p",
+            "P003",
+            "-H",
+            str(livecommerce_path),
+            "-m",
+            "shipped:hat",
+            "--max-tokens",
+            "4",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["record"]["model"] == "shipped:hat"
+
+
+def test_an_adapter_folder_without_the_manifest_naming_its_base_is_refused(tmp_path, small_base, data_root):
+    study = _adapter_study(tmp_path / "s", small_base)
+    (study / "arms" / "hat" / "model" / "train.json").unlink()
+    result = _ship("--study", str(study), "--arm", "hat")
+    assert result.exit_code == 2 and "train.json (names the base)" in result.output and "Traceback" not in result.output
