@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from harnessctl.models.base import GenerationSettings  # noqa: E402
 from harnessctl.models.litellm_backend import LiteLLMModel  # noqa: E402
 from harnessctl.models.server import serve_in_background  # noqa: E402
-from harnessctl.runtime.record import ModelResponse, ToolCall  # noqa: E402
+from harnessctl.models.types import ModelResponse, ToolCall  # noqa: E402
 
 SETTINGS = GenerationSettings(max_tokens=64, timeout_s=30)
 

@@ -19,9 +19,9 @@ from rich.text import Text
 
 from harnessctl.eval.compare import MIN_WORSE_FOR_INTERVAL
 from harnessctl.loop.release import GATE_PER_ELEMENT, GATE_SUITE_CASES
-from harnessctl.models.registry import ORACLE_BLIND as ORACLE_BLIND_NAME
 from harnessctl.models.registry import memorised_surface
 from harnessctl.progress import progress_bars
+from harnessctl.sim.model_strings import ORACLE_BLIND as ORACLE_BLIND_NAME
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import EXIT_DIFFERENT, CLIError, cli_errors, err, fail, out, print_json

@@ -355,7 +355,8 @@ def _probe_backend(model: str, api_base: str | None, api_key_env: str | None) ->
     """The backend --greedy asks; the oracle has no turn to probe (it reads a case's answer key,
     and dataset rows carry none)."""
     from harnessctl.models.base import ModelError
-    from harnessctl.models.registry import ORACLE, ORACLE_BLIND, resolve_model
+    from harnessctl.models.registry import ORACLE, resolve_model
+    from harnessctl.sim.model_strings import ORACLE_BLIND
 
     if model == ORACLE or model.split(":")[0] == ORACLE_BLIND:
         raise CLIError(

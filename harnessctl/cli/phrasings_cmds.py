@@ -91,8 +91,9 @@ def phrasings_write(
     before training on it."""
     from harnessctl.augment.phrasing_writer import write_phrasings
     from harnessctl.models.base import ModelError
-    from harnessctl.models.registry import ORACLE, ORACLE_BLIND, resolve_model
+    from harnessctl.models.registry import ORACLE, resolve_model
     from harnessctl.progress import progress_bars
+    from harnessctl.sim.model_strings import ORACLE_BLIND
 
     with cli_errors():
         if model.strip() in (ORACLE, ORACLE_BLIND) or model.startswith(ORACLE_BLIND + ":"):

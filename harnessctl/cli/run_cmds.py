@@ -67,8 +67,8 @@ def run(
     """Answer one viewer message live and show every step, the score and the latency."""
     from harnessctl.eval.stats import parse_duration
     from harnessctl.models.base import GenerationSettings
-    from harnessctl.models.live import live_turn
     from harnessctl.models.registry import resolve_model
+    from harnessctl.sim.live import live_turn
 
     with cli_errors():
         path = resolve_harness_path(harness)

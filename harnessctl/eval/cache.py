@@ -25,8 +25,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harnessctl.models.base import GenerationSettings, ModelError
-from harnessctl.runtime.record import ModelResponse, ToolCall
+from harnessctl.models.base import GenerationSettings, ModelError, agenerate, bind_model, cacheable
+from harnessctl.models.types import ModelResponse, ToolCall
 
 CACHE_SCHEMA = 1
 
@@ -230,7 +230,7 @@ class EvalBackend:
     ):
         self.inner = inner
         self.name = getattr(inner, "name", type(inner).__name__)
-        self.cache = cache if getattr(inner, "cacheable", self.name != "oracle") else None
+        self.cache = cache if cacheable(inner) else None
         self.identity = identity or (model_identity(inner) if self.cache is not None else self.name)
         self._bound = False
         self.api_base = api_base
@@ -243,8 +243,6 @@ class EvalBackend:
         """A wrapper bound to one episode, with its own call and hit counts. Binding a bound
         wrapper again (the runtime does) returns it, so its counts are the episode's. The answer
         key reaches the inner backend only when it is the oracle (see ``bind_model``)."""
-        from harnessctl.models.base import bind_model
-
         if self._bound:
             return self
         bound = bind_model(self.inner, case, harness)
@@ -293,8 +291,6 @@ class EvalBackend:
     async def agenerate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
     ) -> ModelResponse:
-        from harnessctl.models.base import agenerate
-
         self.calls += 1
         key = self._key(messages, tools, settings)
         if key is not None and (hit := self.cache.get(key)) is not None:

@@ -25,7 +25,8 @@ import json
 import re
 from typing import Any
 
-from harnessctl.runtime.record import ModelResponse
+from harnessctl.models.base import reads_answer_key
+from harnessctl.models.types import ModelResponse
 
 from .labels import Label, compact_episode
 
@@ -162,7 +163,7 @@ class DegradedModel:
 
     @property
     def reads_answer_key(self) -> bool:
-        return bool(getattr(self.inner, "reads_answer_key", False))
+        return reads_answer_key(self.inner)
 
     def for_episode(self, case: Any, harness: Any) -> DegradedModel:
         return DegradedModel(self.inner.for_episode(case, harness), self.kind)

@@ -34,9 +34,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harnessctl.models.base import GenerationSettings, ModelError
-from harnessctl.models.registry import memorised_surface
+from harnessctl.models.base import GenerationSettings, ModelError, agenerate, cacheable
+from harnessctl.models.registry import memorised_surface, resolve_model
+from harnessctl.runtime.loop import arun_episode
 from harnessctl.runtime.record import EpisodeRecord, ModelStep, Termination
+from harnessctl.sim.scorer import score_episode  # importing the simulator registers oracle and oracle-blind
 
 from .cache import CallCache, EvalBackend
 from .ifeval import IFEvalCase, score_response
@@ -390,9 +392,6 @@ class CaseRunner:
         )
 
     async def _agent(self, item: SuiteItem, repeat: int) -> CaseResult:
-        from harnessctl.runtime.loop import arun_episode
-        from harnessctl.sim.scorer import score_episode
-
         harness = self.resolver.get(item.harness)
         backend = (
             self.backend.for_episode(item.case, harness) if isinstance(self.backend, EvalBackend) else self.backend
@@ -448,7 +447,6 @@ class CaseRunner:
         backend = self.backend.for_episode(case, None) if isinstance(self.backend, EvalBackend) else self.backend
         messages = [{"role": "user", "content": case.prompt}]
         started = time.perf_counter()
-        from harnessctl.models.base import agenerate
 
         response = await agenerate(backend, messages, [], self.config.settings(repeat))
         latency = time.perf_counter() - started
@@ -535,8 +533,6 @@ def _variant_id(item: SuiteItem) -> str | None:
 def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
     """The model, resolved from ``config.model`` (unless given), wrapped with cache and retries."""
     if backend is None:
-        from harnessctl.models.registry import resolve_model
-
         backend = resolve_model(
             config.model,
             api_base=config.api_base,
@@ -547,8 +543,7 @@ def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
         retries = 0  # the served backend retries transport errors itself
     else:
         retries = config.retries
-    cacheable = getattr(backend, "cacheable", getattr(backend, "name", "") != "oracle")
-    cache = CallCache(config.cache_path) if config.cache and cacheable else None
+    cache = CallCache(config.cache_path) if config.cache and cacheable(backend) else None
     return EvalBackend(backend, cache=cache, api_base=config.api_base, retries=retries)
 
 

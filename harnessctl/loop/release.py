@@ -47,7 +47,8 @@ from harnessctl.eval.stats import latency_stats
 from harnessctl.harness.diff import HarnessDiff, diff_harnesses, summary_phrases
 from harnessctl.harness.errors import Issue
 from harnessctl.harness.store import HarnessStore, ResolvedHarness, StoreError, is_version_name
-from harnessctl.models.registry import ORACLE_BLIND, blind_parts, is_oracle_blind, memorised_surface
+from harnessctl.models.registry import memorised_surface
+from harnessctl.sim.model_strings import ORACLE_BLIND, blind_parts, is_oracle_blind
 
 from .evaluate import LoopRun, evaluate_items, standard_items
 from .evolution import SUITE as EVOLUTION

@@ -42,10 +42,18 @@ class ModelError(Exception):
 @runtime_checkable
 class ModelBackend(Protocol):
     """What the runtime calls. ``for_episode`` lets a backend bind to the case it answers and
-    the harness it answers under. The runtime hands a backend the viewer's view of the case (no
-    answer key, see :func:`bind_model`) unless it sets ``reads_answer_key = True`` (the oracle)."""
+    the harness it answers under.
+
+    A backend declares its capabilities as attributes; one that declares nothing (any object of
+    this shape) has the defaults below, read through :func:`reads_answer_key` and :func:`cacheable`."""
 
     name: str
+    #: The runtime hands it the full case, answer key included (the oracle and wrappers around
+    #: it); every other backend gets the viewer's view (see :func:`bind_model`).
+    reads_answer_key: bool = False
+    #: The eval call cache may keep its replies; a reference policy that is cheaper to run than to
+    #: look up (the oracle) declares ``False``.
+    cacheable: bool = True
 
     def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
@@ -94,6 +102,24 @@ def viewer_view(case: Any) -> Any:
     return view
 
 
+def reads_answer_key(model: Any) -> bool:
+    """What ``model`` declares as :attr:`ModelBackend.reads_answer_key` (False when it declares nothing).
+
+    >>> reads_answer_key(object())
+    False
+    """
+    return bool(getattr(model, "reads_answer_key", ModelBackend.reads_answer_key))
+
+
+def cacheable(model: Any) -> bool:
+    """What ``model`` declares as :attr:`ModelBackend.cacheable` (True when it declares nothing).
+
+    >>> cacheable(object())
+    True
+    """
+    return bool(getattr(model, "cacheable", ModelBackend.cacheable))
+
+
 def bind_model(model: Any, case: Any, harness: Any) -> Any:
     """The backend that answers ``case``: ``model.for_episode(...)`` when it has one, with the full
     case only for a backend that declares ``reads_answer_key = True`` (the oracle and wrappers
@@ -104,4 +130,4 @@ def bind_model(model: Any, case: Any, harness: Any) -> Any:
     bind = getattr(model, "for_episode", None)
     if bind is None:
         return model
-    return bind(case if getattr(model, "reads_answer_key", False) else viewer_view(case), harness)
+    return bind(case if reads_answer_key(model) else viewer_view(case), harness)

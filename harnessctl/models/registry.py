@@ -1,12 +1,10 @@
-"""Model strings -> backends, in one place.
+"""Model strings -> backends, in one place: a name -> factory registry that owns what a model
+string means.
 
-- ``oracle`` — the simulator's reference policy (:class:`harnessctl.sim.oracle.OracleModel`);
-- ``oracle-blind[:<harness folder>][@<rev>]`` — the same policy seeing only one reference harness's
-  surface, whatever harness it runs under (:class:`harnessctl.sim.oracle.OracleBlindModel`): the
-  ceiling of a model that memorised it. The surface is the folder's (default
-  ``harnesses/livecommerce``) or, with ``@<rev>``, that folder's harness at a version, tag or git
-  commit (``oracle-blind@v3``, ``oracle-blind:harnesses/livecommerce@a1b2c3d``) — the model
-  trained under that release (:func:`memorised_surface` says which);
+A *kind* of model string is registered by the layer that defines its backend
+(:func:`register_model`); whatever no registered kind matches is a litellm provider string.
+This module registers the models layer's own kinds:
+
 - ``local:<path>`` — a checkpoint run in process (:class:`~harnessctl.models.local.LocalModel`);
 - ``llamacpp:<file.gguf or folder>`` — a GGUF file, or a model/adapter folder exported to one once, run
   in process by llama.cpp (:class:`~harnessctl.models.llamacpp.LlamaCppModel`; needs ``harnessctl[llamacpp]``);
@@ -15,6 +13,12 @@
 - anything else — a litellm provider string (:class:`~harnessctl.models.litellm_backend.LiteLLMModel`),
   e.g. ``openai/tiny`` with ``api_base="http://127.0.0.1:8000/v1"``.
 
+The simulator registers ``oracle`` and ``oracle-blind[:<harness folder>][@<rev>]``
+(:mod:`harnessctl.sim.model_strings`) when it is imported. A package that registers kinds is
+also named under the ``harnessctl.models`` entry-point group of the package metadata
+(``pyproject.toml``), and the registry imports those the first time a model string matches no
+registered kind, so that ``resolve_model("oracle")`` works whatever has been imported before.
+
 The default model (:func:`default_model_spec`): ``$HARNESSCTL_MODEL`` when set, else the trained
 embedded default at ``.harnessctl/models/default`` when that folder holds a checkpoint, else the
 HAT model shipped in the package (``harnessctl/models/data/hat``, written by ``harnessctl experiment
@@ -22,25 +26,30 @@ hat``) when the package holds one, else ``oracle``. ``harnessctl model init`` bu
 ``.harnessctl/models/tiny`` by default); it becomes the default only once trained into
 ``.harnessctl/models/default`` or named in ``$HARNESSCTL_MODEL``.
 
->>> resolve_model("oracle").name          # doctest: +SKIP
+>>> resolve_model("oracle").name
 'oracle'
+>>> model_kind("local:out/sft").name, model_kind("openai/tiny") is None
+('local', True)
 >>> default_model_spec(environ={}, root=Path("/nonexistent"), shipped=Path("/nonexistent"))
 'oracle'
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harnessctl.models.base import ModelBackend, ModelError
 
+#: The reference policy's name: the default model when nothing else is configured (registered by
+#: the simulator, :mod:`harnessctl.sim.model_strings`).
 ORACLE = "oracle"
-ORACLE_BLIND = "oracle-blind"
-#: The harness ``oracle-blind`` memorised unless told otherwise.
-BLIND_REFERENCE = Path("harnesses") / "livecommerce"
+#: The entry-point group that names the modules registering with this layer on import.
+ENTRY_POINT_GROUP = "harnessctl.models"
 MODEL_ENV = "HARNESSCTL_MODEL"
 #: Where the trained embedded default lives, relative to the project folder.
 DEFAULT_MODEL_DIR = Path(".harnessctl") / "models" / "default"
@@ -53,6 +62,75 @@ SHIPPED_DEFAULT = "hat"
 SHIPPED_MODEL_DIR = SHIPPED_DATA_DIR / SHIPPED_DEFAULT
 #: Where ``harnessctl model init`` writes the untrained tiny model unless told otherwise.
 TINY_MODEL_DIR = Path(".harnessctl") / "models" / "tiny"
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """One kind of model string: the name it starts with, the factory that builds its backend
+    (in process: ``--api-base`` is refused) and what else the string means.
+
+    ``bare``: the name alone is a model string (``oracle``); ``separators``: what may follow the
+    name (``:`` for ``local:<path>``, ``@`` for a revision). ``memorised``: the surface a
+    harness-blind model string memorised (see :func:`memorised_surface`)."""
+
+    name: str
+    factory: Callable[[str], ModelBackend]
+    label: str
+    bare: bool = True
+    separators: tuple[str, ...] = ()
+    memorised: Callable[[str], dict[str, Any] | None] | None = None
+
+    def matches(self, spec: str) -> bool:
+        return (self.bare and spec == self.name) or any(spec.startswith(self.name + s) for s in self.separators)
+
+
+_KINDS: dict[str, ModelKind] = {}
+_entry_points_loaded = False
+
+
+def register_model(
+    name: str,
+    factory: Callable[[str], ModelBackend],
+    *,
+    label: str | None = None,
+    bare: bool = True,
+    separators: tuple[str, ...] = (),
+    memorised: Callable[[str], dict[str, Any] | None] | None = None,
+) -> ModelKind:
+    """Register (or replace) the kind of model string ``name``: ``factory(spec)`` builds the
+    backend for a string of that kind; ``label`` names it in errors (default: ``name``)."""
+    kind = ModelKind(name, factory, label or name, bare, tuple(separators), memorised)
+    _KINDS[name] = kind
+    return kind
+
+
+def registered_models() -> list[str]:
+    """The names of the registered kinds of model string, sorted."""
+    load_entry_points()
+    return sorted(_KINDS)
+
+
+def model_kind(spec: str) -> ModelKind | None:
+    """The registered kind a model string is of; None for a litellm provider string."""
+    kind = _match(spec)
+    if kind is None and not _entry_points_loaded:
+        load_entry_points()
+        kind = _match(spec)
+    return kind
+
+
+def _match(spec: str) -> ModelKind | None:
+    return next((k for k in _KINDS.values() if k.matches(spec)), None)
+
+
+def load_entry_points() -> None:
+    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
 
 
 def resolve_model(
@@ -69,44 +147,11 @@ def resolve_model(
     spec = (spec or "").strip()
     if not spec:
         raise ModelError("empty model string: use oracle, local:<path> or a litellm string such as openai/<name>")
-    if spec.startswith(SHIPPED_PREFIX):
+    kind = model_kind(spec)
+    if kind is not None:
         if api_base:
-            raise ModelError("--api-base is for served models; shipped:<name> runs in process")
-        from harnessctl.models.local import LocalModel
-
-        shipped = LocalModel(expand_model_spec(spec))
-        shipped.name = spec  # records and reports name it, not its install path
-        return shipped
-    if spec == ORACLE:
-        if api_base:
-            raise ModelError("--api-base is for served models; the oracle runs in process")
-        from harnessctl.sim.oracle import OracleModel
-
-        return OracleModel()
-    if is_oracle_blind(spec):
-        if api_base:
-            raise ModelError("--api-base is for served models; oracle-blind runs in process")
-        return _oracle_blind(spec)
-    if spec.startswith("local:"):
-        if api_base:
-            raise ModelError("--api-base is for served models; local:<path> runs in process")
-        if spec == "local:":
-            raise ModelError("local: needs a path, e.g. local:.harnessctl/models/tiny")
-        from harnessctl.models.local import LocalModel
-
-        return LocalModel(spec)
-    if spec.startswith("llamacpp:"):
-        if api_base:
-            raise ModelError("--api-base is for served models; llamacpp:<path> runs in process")
-        if spec == "llamacpp:":
-            raise ModelError("llamacpp: needs a GGUF file or a model folder, e.g. llamacpp:out/sft")
-        from harnessctl.models.llamacpp import LlamaCppModel
-
-        inner = spec[len("llamacpp:") :]
-        backend = LlamaCppModel(expand_model_spec(inner).removeprefix("local:"))
-        if inner.startswith(SHIPPED_PREFIX):
-            backend.name = spec  # records name it, not its install path
-        return backend
+            raise ModelError(f"--api-base is for served models; {kind.label} runs in process")
+        return kind.factory(spec)
     from harnessctl.models.litellm_backend import LiteLLMModel
 
     return LiteLLMModel(
@@ -114,9 +159,56 @@ def resolve_model(
     )
 
 
+def memorised_surface(spec: str) -> dict[str, Any] | None:
+    """Which surface a harness-blind model string memorised: ``{harness, path, rev, label,
+    commit, version}`` (``commit`` None for a folder), from its kind; None for any other model.
+    Raises :class:`ModelError` when the string names no harness to have memorised.
+
+    >>> memorised_surface("oracle") is None
+    True
+    >>> memorised_surface("oracle-blind@v2")["label"]      # doctest: +SKIP
+    'livecommerce v2 (e8142c4)'
+    """
+    kind = model_kind(spec)
+    return kind.memorised(spec) if kind is not None and kind.memorised is not None else None
+
+
+def _shipped(spec: str) -> ModelBackend:
+    from harnessctl.models.local import LocalModel
+
+    shipped = LocalModel(expand_model_spec(spec))
+    shipped.name = spec  # records and reports name it, not its install path
+    return shipped
+
+
+def _local(spec: str) -> ModelBackend:
+    if spec == "local:":
+        raise ModelError("local: needs a path, e.g. local:.harnessctl/models/tiny")
+    from harnessctl.models.local import LocalModel
+
+    return LocalModel(spec)
+
+
+def _llamacpp(spec: str) -> ModelBackend:
+    if spec == "llamacpp:":
+        raise ModelError("llamacpp: needs a GGUF file or a model folder, e.g. llamacpp:out/sft")
+    from harnessctl.models.llamacpp import LlamaCppModel
+
+    inner = spec[len("llamacpp:") :]
+    backend = LlamaCppModel(expand_model_spec(inner).removeprefix("local:"))
+    if inner.startswith(SHIPPED_PREFIX):
+        backend.name = spec  # records name it, not its install path
+    return backend
+
+
+register_model("shipped", _shipped, label="shipped:<name>", bare=False, separators=(":",))
+register_model("local", _local, label="local:<path>", bare=False, separators=(":",))
+register_model("llamacpp", _llamacpp, label="llamacpp:<path>", bare=False, separators=(":",))
+
+
 def shipped_names(data_root: Path | None = None) -> list[str]:
     """The names of the checkpoints shipped in the package (folders under ``data_root`` that hold a
-    ``config.json``), sorted.
+    ``config.json``, or an ``adapter_config.json`` for an adapter on a base), sorted.
 
     >>> shipped_names(Path("/nonexistent"))
     []
@@ -125,7 +217,11 @@ def shipped_names(data_root: Path | None = None) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(
-        p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "config.json").is_file()
+        p.name
+        for p in root.iterdir()
+        if p.is_dir()
+        and not p.name.startswith(".")
+        and ((p / "config.json").is_file() or (p / "adapter_config.json").is_file())
     )
 
 
@@ -163,79 +259,6 @@ def expand_model_spec(spec: str, data_root: Path | None = None) -> str:
     if not name:
         raise ModelError(f"{SHIPPED_PREFIX} needs a name, e.g. {SHIPPED_PREFIX}{SHIPPED_DEFAULT}")
     return f"local:{shipped_model_dir(name, data_root)}"
-
-
-def is_oracle_blind(spec: str) -> bool:
-    """Whether a model string names the harness-blind reference, in any of its forms.
-
-    >>> [is_oracle_blind(s) for s in ("oracle-blind", "oracle-blind@v3", "oracle-blind:h@HEAD~1", "oracle")]
-    [True, True, True, False]
-    """
-    return spec == ORACLE_BLIND or spec.startswith((ORACLE_BLIND + ":", ORACLE_BLIND + "@"))
-
-
-def blind_parts(spec: str) -> tuple[str, str | None]:
-    """``(harness folder, revision or None)`` of an ``oracle-blind`` model string.
-
-    >>> blind_parts("oracle-blind@v3"), blind_parts("oracle-blind:h/x@a1b2c3d"), blind_parts("oracle-blind:h/x")
-    (('harnesses/livecommerce', 'v3'), ('h/x', 'a1b2c3d'), ('h/x', None))
-    """
-    rest = spec[len(ORACLE_BLIND) :]
-    rest, at, rev = rest.rpartition("@") if "@" in rest else (rest, "", "")
-    folder = rest[1:] if rest.startswith(":") else rest
-    if at and not rev.strip():
-        raise ModelError(f"{spec}: name a version, tag or commit after @, e.g. {ORACLE_BLIND}@v3")
-    return folder or str(BLIND_REFERENCE), (rev.strip() or None)
-
-
-def memorised_surface(spec: str) -> dict[str, Any] | None:
-    """Which surface an ``oracle-blind`` model string memorised: ``{harness, path, rev, label,
-    commit, version}`` (``commit`` None for a folder); None for any other model. Raises
-    :class:`ModelError` when the folder or revision names no harness.
-
-    >>> memorised_surface("oracle") is None
-    True
-    >>> memorised_surface("oracle-blind@v2")["label"]      # doctest: +SKIP
-    'livecommerce v2 (e8142c4)'
-    """
-    if not is_oracle_blind(spec):
-        return None
-    return _resolve_blind(spec)[1]
-
-
-def _resolve_blind(spec: str) -> tuple[Any, dict[str, Any]]:
-    from harnessctl.harness import HarnessError
-    from harnessctl.harness.store import HarnessStore
-
-    folder, rev = blind_parts(spec)
-    if not (Path(folder) / "harness.yaml").is_file():
-        raise ModelError(
-            f"oracle-blind: no harness at {folder!r}; name the harness it memorised, e.g. oracle-blind:harnesses/livecommerce"
-        )
-    try:
-        resolved = HarnessStore(folder).resolve(rev)
-    except HarnessError as e:
-        raise ModelError(f"oracle-blind: {e}") from None
-    h = resolved.harness
-    label = f"{h.name} {resolved.label}" if rev else f"{h.name} (folder {folder})"
-    if resolved.commit and resolved.label != resolved.commit[:7]:
-        label += f" ({resolved.commit[:7]})"
-    info = {
-        "harness": h.name,
-        "path": folder,
-        "rev": rev,
-        "label": label,
-        "commit": resolved.commit,
-        "version": resolved.version,
-    }
-    return h, info
-
-
-def _oracle_blind(spec: str) -> ModelBackend:
-    from harnessctl.sim.oracle import OracleBlindModel
-
-    reference, info = _resolve_blind(spec)
-    return OracleBlindModel(reference, memorised=info)
 
 
 def default_model_spec(

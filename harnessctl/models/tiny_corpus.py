@@ -4,7 +4,8 @@ Two sources, both from the project's own material (nothing is downloaded):
 
 - ``oracle``: episodes of the simulator's reference policy on generated cases, under the shipped
   harness and under copies whose tools and skills carry fresh pronounceable names (what HSA
-  training will show the model);
+  training will show the model). The simulator registers it (:func:`register_corpus_source`,
+  from :mod:`harnessctl.sim.corpus`);
 - ``harness``: conversations synthesised from a harness alone (its prompt, skills, tool specs and
   schemas), for a harness whose tools have no simulator backend.
 
@@ -20,10 +21,11 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harnessctl.harness import Harness, render_harness, render_skill
+from harnessctl.models.registry import load_entry_points
 from harnessctl.models.syllables import pronounceable_name
 from harnessctl.models.tiny_template import CHAT_TEMPLATE
 
@@ -31,6 +33,29 @@ Conversation = dict[str, Any]  # {"messages": [...OpenAI chat...], "tools": [...
 
 #: Share of conversations that keep the harness's own names (the rest are renamed).
 CANONICAL_SHARE = 0.3
+
+#: ``source(harness, n=, seed=)`` -> conversations, by source name; the ``harness`` source is built in.
+CorpusSource = Callable[..., Iterator[Conversation]]
+_SOURCES: dict[str, CorpusSource] = {}
+
+
+class CorpusUnavailable(Exception):
+    """A corpus source cannot make conversations for this harness (e.g. the oracle, for a
+    harness whose tools have no simulator backend)."""
+
+
+def register_corpus_source(name: str, source: CorpusSource) -> None:
+    """Register (or replace) a source of conversations; it raises :class:`CorpusUnavailable`
+    when it cannot serve a harness."""
+    _SOURCES[name] = source
+
+
+def _source(name: str) -> CorpusSource:
+    if name not in _SOURCES:
+        load_entry_points()  # the modules that register sources (the simulator's oracle episodes)
+    if name not in _SOURCES:
+        raise CorpusUnavailable(f"no {name!r} corpus source is registered")
+    return _SOURCES[name]
 
 
 def build_corpus(harness: Harness, *, n: int, seed: int, source: str = "auto") -> tuple[list[Conversation], str]:
@@ -41,8 +66,8 @@ def build_corpus(harness: Harness, *, n: int, seed: int, source: str = "auto") -
     """
     if source in ("auto", "oracle"):
         try:
-            return list(oracle_conversations(harness, n=n, seed=seed)), "oracle"
-        except _OracleUnavailable:
+            return list(_source("oracle")(harness, n=n, seed=seed)), "oracle"
+        except CorpusUnavailable:
             if source == "oracle":
                 raise
     return list(harness_conversations(harness, n=n, seed=seed)), "harness"
@@ -85,36 +110,6 @@ def renamed_harness(harness: Harness, rng: random.Random) -> Harness:
 def surface_variant(harness: Harness, rng: random.Random) -> Harness:
     """The harness itself (``CANONICAL_SHARE`` of the time) or a renamed copy."""
     return harness if rng.random() < CANONICAL_SHARE else renamed_harness(harness, rng)
-
-
-# -- oracle episodes ------------------------------------------------------------------------
-
-
-class _OracleUnavailable(Exception):
-    pass
-
-
-def oracle_conversations(harness: Harness, *, n: int, seed: int, faults: float = 0.2) -> Iterator[Conversation]:
-    """Oracle episodes on generated cases (a share with injected tool faults, half with short
-    ``<think>`` notes), each under the harness or a renamed copy."""
-    try:
-        from harnessctl.runtime import run_episode
-        from harnessctl.sim import OracleModel, generate_cases
-    except ImportError as e:
-        raise _OracleUnavailable(str(e)) from None
-    rng = random.Random(seed)
-    try:
-        cases = generate_cases(n, seed=seed, faults=faults, messages="train")  # suite messages are held out
-    except Exception as e:  # noqa: BLE001 - any failure means: fall back to the harness source
-        raise _OracleUnavailable(f"cannot generate cases: {e}") from None
-    oracles = (OracleModel(), OracleModel(think=True))
-    for case in cases:
-        variant = surface_variant(harness, rng)
-        record = run_episode(variant, case, oracles[rng.random() < 0.5])
-        if record.termination.value == "model_error":
-            # The oracle cannot act under this harness (e.g. its tools have no simulator backend).
-            raise _OracleUnavailable(f"the oracle cannot answer case {case.id} under {harness.name}")
-        yield {"messages": record.messages, "tools": record.tools}
 
 
 # -- conversations synthesised from a harness -------------------------------------------------

@@ -10,7 +10,7 @@ not):
       - show the product card of one item with prices and attributes : get_product_details(product_id)
 
 - A tool call is ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, exactly what
-  :func:`harnessctl.runtime.toolcall_text.format_tool_call` writes and ``parse_tool_calls`` and
+  :func:`harnessctl.models.toolcall_text.format_tool_call` writes and ``parse_tool_calls`` and
   vLLM's ``hermes`` parser read.
 - Tool results are their own ``tool`` turn; ``reasoning_content`` is shown as ``<think>...</think>``.
 - The assistant's output (content, calls, the closing ``<|im_end|>``) sits inside

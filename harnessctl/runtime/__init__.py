@@ -16,7 +16,7 @@ from .environment import (
 from .guards import apply_guards, reply_char_limit
 from .loop import Episode, ModelRequest, arun_episode, run_episode
 from .messages import format_tool_result, parse_tool_content, viewer_message
-from .record import EpisodeRecord, ModelResponse, ModelStep, Termination, ToolCall, ToolStep
+from .record import EpisodeRecord, ModelStep, Termination, ToolStep
 
 __all__ = [
     "Episode",
@@ -24,10 +24,8 @@ __all__ = [
     "FunctionEnvironment",
     "MalformedResult",
     "ModelRequest",
-    "ModelResponse",
     "ModelStep",
     "Termination",
-    "ToolCall",
     "ToolEnvironment",
     "ToolError",
     "ToolStep",

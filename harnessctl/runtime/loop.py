@@ -42,6 +42,7 @@ from harnessctl.harness.render import RenderedHarness, fill_template, render_har
 from harnessctl.harness.skill_files import read_skill_file
 from harnessctl.models.base import GenerationSettings, ModelError, agenerate, bind_model
 from harnessctl.models.toolcall_text import parse_tool_calls
+from harnessctl.models.types import ModelResponse, ToolCall
 from harnessctl.runtime.environment import ToolEnvironment, ToolError, ToolTimeout, environment_for
 from harnessctl.runtime.guards import apply_guards, banned_phrases, reply_char_limit
 from harnessctl.runtime.messages import (
@@ -51,14 +52,7 @@ from harnessctl.runtime.messages import (
     runtime_note,
     viewer_message,
 )
-from harnessctl.runtime.record import (
-    EpisodeRecord,
-    ModelResponse,
-    ModelStep,
-    Termination,
-    ToolCall,
-    ToolStep,
-)
+from harnessctl.runtime.record import EpisodeRecord, ModelStep, Termination, ToolStep
 from harnessctl.runtime.text import count_tokens, think_tokens, visible_text
 from harnessctl.runtime.validation import check_arguments
 

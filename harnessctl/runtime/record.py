@@ -14,8 +14,6 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-from harnessctl.models.types import ModelResponse, ToolCall  # noqa: F401 - their home is models/; old imports keep working
-
 RECORD_SCHEMA_VERSION = 1
 
 

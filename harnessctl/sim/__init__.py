@@ -1,5 +1,7 @@
 """The live-stream world: catalog, viewers' cases, tool backends with faults, the oracle policy
-and the rubric that scores an episode.
+and the rubric that scores an episode; one live turn (:mod:`~harnessctl.sim.live`). Importing it
+registers the ``oracle`` and ``oracle-blind`` model strings (:mod:`~harnessctl.sim.model_strings`)
+and the oracle's conversations as a tiny-model corpus source (:mod:`~harnessctl.sim.corpus`).
 
 >>> from harnessctl.harness import load_harness
 >>> from harnessctl.runtime import run_episode
@@ -22,7 +24,9 @@ from .cases import (
     import_query_log,
 )
 from .catalog import Catalog, CatalogError, import_catalog, load_catalog
+from .corpus import oracle_conversations
 from .meaning import fact_kind, states
+from .model_strings import ORACLE_BLIND, blind_parts, is_oracle_blind
 from .oracle import OracleBlindModel, OracleModel, OraclePolicy
 from .scorer import (
     HARD_FAILURES,
@@ -49,12 +53,14 @@ __all__ = [
     "CatalogError",
     "Expectation",
     "ExpectedCall",
+    "ORACLE_BLIND",
     "OracleBlindModel",
     "OracleModel",
     "OraclePolicy",
     "ScoreBreakdown",
     "TaskCall",
     "World",
+    "blind_parts",
     "case_from_query",
     "classify_intent",
     "expectation_for",
@@ -63,7 +69,9 @@ __all__ = [
     "generate_cases",
     "import_catalog",
     "import_query_log",
+    "is_oracle_blind",
     "load_catalog",
+    "oracle_conversations",
     "score_episode",
     "states",
     "task_calls",

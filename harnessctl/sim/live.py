@@ -16,7 +16,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harnessctl.harness import load_harness
 from harnessctl.models.base import GenerationSettings, ModelBackend
+from harnessctl.models.registry import resolve_model
+from harnessctl.runtime.loop import run_episode
+from harnessctl.sim.catalog import load_catalog
+from harnessctl.sim.querylog import case_from_query
+from harnessctl.sim.scorer import score_episode
 
 
 @dataclass
@@ -58,11 +64,6 @@ def live_turn(
     an unknown product, ``ValueError`` for an empty query; a model that fails while answering
     is recorded (``termination == model_error``), not raised.
     """
-    from harnessctl.harness import load_harness
-    from harnessctl.models.registry import resolve_model
-    from harnessctl.runtime import run_episode
-    from harnessctl.sim import case_from_query, load_catalog, score_episode
-
     if not query or not query.strip():
         raise ValueError("the query is empty: pass the viewer's message with --query")
     harness = load_harness(harness_path)

@@ -32,9 +32,9 @@ from typing import Any
 from harnessctl.harness.model import Harness
 from harnessctl.harness.render import skill_catalog_line
 from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.models.types import ModelResponse, ToolCall
 from harnessctl.runtime.guards import banned_phrases, reply_char_limit
 from harnessctl.runtime.messages import is_viewer_message, parse_tool_content
-from harnessctl.runtime.record import ModelResponse, ToolCall
 from harnessctl.runtime.text import count_tokens
 from harnessctl.sim.compose import Findings, choose_reply, compose
 from harnessctl.sim.task import INTENT_SKILL, SKILL_FALLBACKS, retry_trigger, task_calls
@@ -68,6 +68,8 @@ class OracleModel:
     name = "oracle"
     #: The oracle plans from the case's answer key: the runtime binds it to the full case.
     reads_answer_key = True
+    #: Cheaper to run than to look up: the eval cache skips it.
+    cacheable = False
 
     def __init__(self, *, think: bool = False, quote_skills: bool = False) -> None:
         self.think = think
@@ -97,6 +99,8 @@ class OracleBlindModel(OracleModel):
     """
 
     name = "oracle-blind"
+    #: Its replies are kept in the eval cache, under its name.
+    cacheable = True
 
     def __init__(self, reference: Harness, *, think: bool = False, memorised: dict[str, Any] | None = None) -> None:
         super().__init__(think=think)
@@ -113,6 +117,8 @@ class OraclePolicy:
     is read off the messages, so replaying a conversation gives the same next step)."""
 
     name = "oracle"
+    reads_answer_key = True
+    cacheable = False
 
     def __init__(self, case: Any, harness: Harness, *, think: bool = False, quote_skills: bool = False) -> None:
         self.case = case
@@ -133,8 +139,6 @@ class OraclePolicy:
         self._names = {t.key: t.name for t in harness.tools}
         self._keys = {t.name: t.key for t in harness.tools}
         self._keys[harness.skill_loader.name] = harness.skill_loader.key
-
-    reads_answer_key = True
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         return OraclePolicy(case, harness, think=self.think, quote_skills=self.quote_skills)
@@ -374,6 +378,7 @@ class _BlindPolicy(OraclePolicy):
     """An oracle policy that stays bound to its reference harness when rebound to a case."""
 
     name = "oracle-blind"
+    cacheable = True
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         return _BlindPolicy(case, self.h, think=self.think, quote_skills=self.quote_skills)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from harnessctl.runtime.record import ModelResponse
+from harnessctl.models.types import ModelResponse
 from harnessctl.sim.oracle import OracleBlindModel, OracleModel
 
 PROBES = ("oracle", "negated", "reworded", "padded", "blind_tightened")

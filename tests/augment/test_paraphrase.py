@@ -13,7 +13,7 @@ import pytest
 from harnessctl.augment.llm_paraphrase import LiteLLMParaphraser
 from harnessctl.augment.paraphrase import LexiconParaphraser, keeps_protected, make_paraphraser, protected_spans
 from harnessctl.models.base import ModelError
-from harnessctl.runtime.record import ModelResponse
+from harnessctl.models.types import ModelResponse
 
 RULE = (
     'Call {{ tool.stock_check }} with order "LM123456", never quote more than $19.90 or 20% to a viewer via get_stock.'

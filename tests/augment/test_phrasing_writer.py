@@ -12,7 +12,7 @@ from harnessctl.augment.phrasing_writer import parse_answer, phrasing_prompt, wr
 from harnessctl.cli.main import app
 from harnessctl.models.registry import resolve_model
 from harnessctl.models.server import serve_in_background
-from harnessctl.runtime.record import ModelResponse
+from harnessctl.models.types import ModelResponse
 from harnessctl.sim.phrasings import load_phrasings
 from harnessctl.sim.templates import templates_for
 

@@ -10,7 +10,7 @@ from harnessctl.eval.cache import CallCache, EvalBackend, call_key
 from harnessctl.eval.results import CaseResult
 from harnessctl.eval.store import RunError, RunStore
 from harnessctl.models.base import GenerationSettings, ModelError
-from harnessctl.runtime.record import ModelResponse, ToolCall
+from harnessctl.models.types import ModelResponse, ToolCall
 
 
 def result(i: int) -> CaseResult:
@@ -135,10 +135,9 @@ def test_bad_requests_are_not_retried():
 
 
 def test_the_oracle_is_never_cached():
-    class Oracle(Flaky):
-        name = "oracle"
+    from harnessctl.sim.oracle import OracleModel  # it declares cacheable = False
 
-    assert EvalBackend(Oracle(), cache=CallCache(":memory:")).cache is None
+    assert EvalBackend(OracleModel(), cache=CallCache(":memory:")).cache is None
 
 
 # -- settings survive, secrets do not --------------------------------------------------------------

@@ -127,7 +127,7 @@ def test_the_tiny_model_streams_its_text_as_it_writes_it_and_the_stream_rebuilds
 
     import litellm
 
-    from harnessctl.runtime.toolcall_text import parse_tool_calls
+    from harnessctl.models.toolcall_text import parse_tool_calls
 
     messages, tools = chat
     # sampled with a seed: an untrained model's greedy text can be only whitespace, which nothing streams

@@ -20,7 +20,7 @@ from harnessctl.models.litellm_backend import LiteLLMModel
 from harnessctl.models.local import ContextLengthError
 from harnessctl.models.scripted import ScriptedModel
 from harnessctl.models.server import EmbeddedServer
-from harnessctl.runtime.record import ModelResponse
+from harnessctl.models.types import ModelResponse
 
 USER = [{"role": "user", "content": "how much is the one on screen?"}]
 
@@ -107,7 +107,7 @@ def served_echo():
 
         def generate(self, messages, tools, settings):
             seen.append(settings)
-            from harnessctl.runtime.record import ModelResponse
+            from harnessctl.models.types import ModelResponse
 
             if settings.max_tokens == 40:
                 raise ContextLengthError(

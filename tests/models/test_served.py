@@ -22,7 +22,7 @@ from harnessctl.models.server import (
     EmbeddedServer,
     serve_in_background,
 )
-from harnessctl.runtime.record import ModelResponse, ToolCall
+from harnessctl.models.types import ModelResponse, ToolCall
 
 USER = [{"role": "user", "content": "how much is the one on screen?"}]
 TOOLS = [

@@ -14,8 +14,8 @@ import pytest
 from harnessctl.harness import render_harness, render_skill
 from harnessctl.models.syllables import SYLLABLES, name_syllables, pronounceable_name, split_pool
 from harnessctl.models.tiny_template import tool_line
-from harnessctl.runtime.record import ToolCall
-from harnessctl.runtime.toolcall_text import format_tool_call
+from harnessctl.models.toolcall_text import format_tool_call
+from harnessctl.models.types import ToolCall
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harnessctl.runtime.record import ToolCall
-from harnessctl.runtime.toolcall_text import format_tool_call, parse_tool_calls, split_think
+from harnessctl.models.toolcall_text import format_tool_call, parse_tool_calls, split_think
+from harnessctl.models.types import ToolCall
 
 
 def test_one_call_after_some_text():

@@ -16,11 +16,10 @@ import pytest
 from harnessctl.harness import load_harness
 from harnessctl.models.base import GenerationSettings, ModelError
 from harnessctl.models.scripted import ScriptedModel
+from harnessctl.models.types import ModelResponse, ToolCall
 from harnessctl.runtime import (
     FunctionEnvironment,
-    ModelResponse,
     Termination,
-    ToolCall,
     arun_episode,
     run_episode,
 )
