@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import json
+import os
 import platform
 import subprocess
 import time
@@ -533,6 +534,12 @@ def _variant_id(item: SuiteItem) -> str | None:
 def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
     """The model, resolved from ``config.model`` (unless given), wrapped with cache and retries."""
     if backend is None:
+        key_unset = config.api_key_env is not None and not os.environ.get(config.api_key_env)
+        if config.api_base and not in_process(config.model) and not key_unset:  # an unset key is said first
+            # a dead endpoint is told now, not after the seconds litellm takes to load
+            from harnessctl.models.litellm_backend import check_reachable
+
+            check_reachable(config.model, config.api_base)
         backend = resolve_model(
             config.model,
             api_base=config.api_base,

@@ -157,19 +157,21 @@ async def abench_latency(
 
     >>> await abench_latency("openai/tiny", api_base=url, requests=reqs, concurrency=[1, 4])   # doctest: +SKIP
     """
-    from harnessctl.models.litellm_backend import DUMMY_API_KEY, import_litellm
+    from harnessctl.models.litellm_backend import DUMMY_API_KEY, check_reachable, import_litellm, request_timeout
 
     if not requests:
         raise ValueError("no requests to send")
     if any(c < 1 for c in concurrency):
         raise ValueError(f"--concurrency values must be at least 1, got {list(concurrency)}")
+    if api_base:  # a dead endpoint is one message, not a table of failed requests
+        check_reachable(model, api_base)
     litellm = import_litellm()
     result = LatencyBench(model=model, api_base=api_base, budget_s=budget_s, max_tokens=max_tokens)
     base = {
         "model": model,
         "temperature": temperature,
         "max_tokens": max_tokens,
-        "timeout": timeout_s,
+        "timeout": request_timeout(timeout_s),
         "max_retries": 0,
         "num_retries": 0,
     }

@@ -16,8 +16,15 @@ Behaviour the runtime relies on:
   a local server with no key gets a dummy one. A key is never part of ``name``, ``repr``,
   error messages or records.
 - Transport errors, timeouts, 429 and 5xx answers are retried ``max_retries`` times with
-  exponential backoff; other 4xx answers are not (retrying a bad request cannot help).
-  Exhausted retries raise :class:`ModelError` naming the model, the endpoint and the cause.
+  exponential backoff; other 4xx answers are not (retrying a bad request cannot help), nor is a
+  refused connection (nothing listens there; a retry finds nobody either). Exhausted retries
+  raise :class:`ModelError` naming the model, the endpoint and the cause.
+- A connection must be made within :data:`CONNECT_TIMEOUT_S`; the reply itself may take the
+  whole request timeout (a slow generation is not a dead endpoint). litellm applies the two
+  limits apart for the providers whose clients take an ``httpx.Timeout`` (OpenAI-compatible
+  ``openai/...``, Azure, Bedrock); the others get the request timeout for both.
+- :func:`check_reachable` tells a dead endpoint in a fraction of a second, before litellm is
+  imported (which takes seconds).
 - ``tool_calls`` become :class:`ToolCall` (arguments parsed; unparsable ones kept raw), and
   ``<tool_call>`` text in the content is parsed too, for servers without a tool-call parser.
 - Settings a provider does not take (``seed`` for Anthropic, say) are left out of the request,
@@ -50,6 +57,8 @@ from harnessctl.models.types import ModelResponse, ToolCall
 DUMMY_API_KEY = "sk-local-no-key"
 #: Providers that speak the OpenAI API, whose endpoint lists the models it serves (``GET /models``).
 _OPENAI_COMPATIBLE = ("openai", "hosted_vllm", "openai_like", "custom_openai")
+#: Seconds a connection to the endpoint may take to open (the reply may take the request timeout).
+CONNECT_TIMEOUT_S = 5.0
 #: The settings :meth:`LiteLLMModel._request` sends, checked against what a provider takes.
 _OPTIONAL_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "tools")
 
@@ -167,7 +176,7 @@ class LiteLLMModel:
             "messages": [_wire_message(m) for m in messages],
             "temperature": settings.temperature,
             "max_tokens": settings.max_tokens,
-            "timeout": self.timeout_s if self.timeout_s is not None else settings.timeout_s,
+            "timeout": request_timeout(self.timeout_s if self.timeout_s is not None else settings.timeout_s),
             # Retries are ours (counted, with backoff, never on 4xx); the client must not add its own.
             "max_retries": 0,
             "num_retries": 0,
@@ -257,10 +266,7 @@ class LiteLLMModel:
             return None  # no model list here: the short completion decides
         except (urllib.error.URLError, OSError, ValueError) as e:
             cause = _first_line(str(getattr(e, "reason", None) or e)) or type(e).__name__
-            raise ModelError(
-                f"{self.name}: cannot reach {self.api_base} ({cause}); is the server running "
-                "(e.g. `harnessctl serve local:PATH --port PORT`) and is --api-base right?"
-            ) from None
+            raise ModelError(_unreachable(self.name, self.api_base, cause)) from None
         try:
             return [str(m["id"]) for m in json.loads(body)["data"]]
         except (ValueError, KeyError, TypeError):
@@ -335,6 +341,71 @@ def missing_key_variables(model: str) -> list[str]:
     return [k for k in report.get("missing_keys") or [] if k.endswith("_API_KEY") and not os.environ.get(k)]
 
 
+def request_timeout(seconds: float) -> Any:
+    """litellm's ``timeout`` for a request of at most ``seconds``: the whole time to read the
+    reply, but at most :data:`CONNECT_TIMEOUT_S` to connect.
+
+    >>> t = request_timeout(120)
+    >>> t.read, t.connect
+    (120, 5.0)
+    """
+    import httpx
+
+    return httpx.Timeout(seconds, connect=min(CONNECT_TIMEOUT_S, seconds))
+
+
+def check_reachable(model: str, api_base: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise :class:`ModelError` when nothing accepts a connection at ``api_base``'s host and port
+    (refused, no such host, no answer within ``timeout_s``). One TCP connection, no request: the
+    preflight asks the endpoint what it serves once litellm is loaded.
+
+    >>> check_reachable("openai/x", "http://127.0.0.1:9/v1")
+    Traceback (most recent call last):
+    ...
+    harnessctl.models.base.ModelError: openai/x: cannot reach http://127.0.0.1:9/v1 (...Connection refused); is the server running ...
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(api_base)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ModelError(f"--api-base {api_base!r} is not a URL; expected e.g. http://127.0.0.1:8000/v1")
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        raise ModelError(f"--api-base {api_base!r}: the port is not a number") from None
+    try:
+        socket.create_connection((url.hostname, port), timeout=timeout_s).close()
+    except TimeoutError:
+        cause = f"no connection within {timeout_s:g} s"
+    except OSError as e:
+        cause = _first_line(str(e)) or type(e).__name__
+    else:
+        return
+    raise ModelError(_unreachable(model, api_base, cause))
+
+
+def _unreachable(model: str, api_base: str, cause: str) -> str:
+    return (
+        f"{model}: cannot reach {api_base} ({cause}); is the server running "
+        "(e.g. `harnessctl serve local:PATH --port PORT`) and is --api-base right?"
+    )
+
+
+def _refused(e: BaseException) -> bool:
+    """Whether the error's cause chain holds a refused connection (no server listens there)."""
+    import errno
+
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError) or getattr(cur, "errno", None) == errno.ECONNREFUSED:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _connection_failure(e: BaseException) -> str | None:
     """Why no connection was made (e.g. ``[Errno 111] Connection refused``), when the error's
     cause chain says the server was never reached; else None."""
@@ -351,10 +422,13 @@ def _connection_failure(e: BaseException) -> str | None:
 
 
 def _retryable(e: Exception, litellm: Any) -> bool:
-    """Transport errors, timeouts, rate limits and 5xx are worth retrying; other 4xx are not."""
+    """Transport errors, timeouts, rate limits and 5xx are worth retrying; other 4xx are not, nor
+    is a refused connection."""
     ex = litellm.exceptions
     if isinstance(e, ex.AuthenticationError) or "missing credentials" in str(e).lower():
         return False  # no retry brings a key
+    if _refused(e):
+        return False  # nothing listens at the endpoint: a retry a second later finds nobody either
     if isinstance(
         e, (ex.Timeout, ex.APIConnectionError, ex.RateLimitError, ex.InternalServerError, ex.ServiceUnavailableError)
     ):

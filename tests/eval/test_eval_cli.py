@@ -50,6 +50,30 @@ def test_eval_refuses_bad_options_like_run_does(tmp_path, args, says):
     assert not (tmp_path / "x").exists() and not (tmp_path / "runs").exists()
 
 
+def test_a_dead_api_base_is_one_message_before_litellm_loads(tmp_path, monkeypatch):
+    import socket
+
+    from harnessctl.models import litellm_backend
+
+    def not_needed():
+        raise AssertionError("litellm was loaded for an endpoint that refuses connections")
+
+    monkeypatch.setattr(litellm_backend, "import_litellm", not_needed)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    for command in (
+        eval_args(tmp_path, "--model", "openai/x", "--api-base", dead, "--limit", "2"),
+        ["bench", "latency", "--model", "openai/x", "--api-base", dead, "-H", str(HARNESS), "--evals-dir", str(EVALS)],
+    ):
+        res = CliRunner().invoke(app, command)
+        assert res.exit_code == 2, res.output
+        said = " ".join(res.stderr.split())
+        assert f"openai/x: cannot reach {dead}" in said and "is the server running" in said, command[0]
+        assert "Traceback" not in res.output
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_bad_option_is_the_only_thing_eval_says_before_it_stops(tmp_path):
     # without --model the default model is named on stderr, but only for a run that will start
     res = CliRunner().invoke(app, eval_args(tmp_path, "--suite", "livestrem", "--limit", "1"))

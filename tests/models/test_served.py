@@ -219,20 +219,67 @@ def test_timeouts_are_retried_then_reported(served):
         release.set()
 
 
-def test_unreachable_server_is_a_model_error():
+def test_unreachable_server_is_a_model_error_at_the_first_attempt():
     import socket
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    m = LiteLLMModel("openai/x", api_base=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_s=0.01)
+    m = LiteLLMModel("openai/x", api_base=f"http://127.0.0.1:{port}/v1", max_retries=2, backoff_s=5)
+    started = time.perf_counter()
     with pytest.raises(ModelError) as e:
         m.generate(USER, [], FAST)
-    assert "Connection" in str(e.value) and "after 2 attempts" in str(e.value)
+    # a refused connection is not retried: nothing listens there, a retry finds nobody either
+    assert "Connection" in str(e.value) and "after 1 attempt:" in str(e.value)
+    assert time.perf_counter() - started < 2.5  # no backoff was slept
     # No server answered, so the message blames none: litellm's own "500" is not repeated.
     # (the port itself may contain "500": look for the status as litellm writes it)
     assert "cannot connect" in str(e.value) and "InternalServerError" not in str(e.value)
     assert "Error 500" not in str(e.value)
+
+
+def test_a_connection_gets_seconds_to_open_while_the_reply_gets_the_whole_timeout(monkeypatch):
+    """An endpoint that takes the connection but never accepts it (its queue is full) is given up
+    within the connect limit, not the minute a slow generation is allowed."""
+    import socket
+
+    from harnessctl.models import litellm_backend
+
+    monkeypatch.setattr(litellm_backend, "CONNECT_TIMEOUT_S", 0.5)
+    limit = litellm_backend.request_timeout(60)
+    assert (limit.connect, limit.read) == (0.5, 60)
+    with socket.socket() as jammed:
+        jammed.bind(("127.0.0.1", 0))
+        jammed.listen(0)  # one connection waits in the queue; the next is never taken
+        port = jammed.getsockname()[1]
+        waiting = socket.create_connection(("127.0.0.1", port), timeout=1)
+        try:
+            m = LiteLLMModel("openai/x", api_base=f"http://127.0.0.1:{port}/v1", max_retries=0)
+            started = time.perf_counter()
+            with pytest.raises(ModelError, match="Timeout"):
+                m.generate(USER, [], GenerationSettings(max_tokens=4, timeout_s=60))
+            assert time.perf_counter() - started < 10
+        finally:
+            waiting.close()
+
+
+def test_a_dead_endpoint_is_told_before_litellm_loads():
+    import socket
+
+    from harnessctl.models.litellm_backend import check_reachable
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ModelError, match=r"openai/x: cannot reach http://127.0.0.1:\d+/v1 \(.*refused.*is the server"):
+        check_reachable("openai/x", f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(ModelError, match="is not a URL"):
+        check_reachable("openai/x", "127.0.0.1:8000/v1")
+    server = EmbeddedServer(ScriptedModel(["hi"]), model_name="demo").start()
+    try:
+        check_reachable("openai/demo", server.url)  # something listens: nothing to say
+    finally:
+        server.stop()
 
 
 # -- keys ----------------------------------------------------------------------------------
