@@ -51,6 +51,20 @@ def rate_text(done: int, elapsed: float, unit: str = "") -> str:
     return f"{per_s:.1f}{unit}/s" if per_s >= 1 else f"{per_s * 60:.1f}{unit}/min"
 
 
+def prefixed(update: Update | None, prefix: str) -> Update | None:
+    """``update`` with each task named ``"<prefix> <task>"``, so that work done again over the
+    same suites (a loop's candidates, a release gate's two runs) gets bars of its own: a bar
+    whose count went back to 0 would show neither its rate nor the time left.
+
+    >>> seen = []
+    >>> prefixed(lambda *a: seen.append(a), "c1-slice")("livestream", 2, 6); seen
+    [('c1-slice livestream', 2, 6)]
+    """
+    if update is None:
+        return None
+    return lambda task, done, total: update(f"{prefix} {task}" if task else prefix, done, total)
+
+
 @contextlib.contextmanager
 def progress_bars(label: str = "", *, enabled: bool = True, console: Any = None, eta: bool = True) -> Iterator[Update]:
     """Yield ``update(task, done, total)``; a task's first update shows it (a command refused

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from harnessctl.progress import progress_bars
+from harnessctl.progress import prefixed, progress_bars
 
 
 def test_a_log_file_gets_one_line_per_tenth_of_each_task():
@@ -58,3 +58,30 @@ def test_a_terminal_bar_shows_the_rate():
         update("livestream", 0, 4)
         update("livestream", 4, 4)
     assert "/s" in screen.file.getvalue() or "/min" in screen.file.getvalue()
+
+
+def test_work_done_again_over_the_same_suites_is_counted_under_names_of_its_own():
+    # a loop's candidates and a gate's two runs each go over the same suites: each gets its lines
+    log = Console(file=io.StringIO())
+    with progress_bars("loop", console=log) as update:
+        for run in ("baseline", "c1-slice"):
+            named = prefixed(update, run)
+            for done in range(0, 5):
+                named("livestream", done, 4)
+    lines = [line.split(" (")[0] for line in log.file.getvalue().splitlines()]
+    assert lines == [f"{run} livestream {n}/4" for run in ("baseline", "c1-slice") for n in range(1, 5)]
+    assert prefixed(None, "baseline") is None
+
+
+def test_loop_release_and_bench_bars_show_done_total_the_rate_and_the_time_left(monkeypatch):
+    from harnessctl.cli import eval_cmds, loop_cmds
+
+    for module, progress in ((eval_cmds, lambda: eval_cmds._progress("eval")), (loop_cmds, loop_cmds._progress)):
+        screen = Console(file=io.StringIO(), force_terminal=True, width=120)
+        monkeypatch.setattr(module, "err", screen)
+        with progress() as update:
+            update("candidate livestream", 0, 4)
+            update("candidate livestream", 2, 4)
+        shown = screen.file.getvalue()
+        assert "candidate livestream" in shown and "2/4" in shown and "eta" in shown, module.__name__
+        assert "/s" in shown or "/min" in shown

@@ -468,7 +468,9 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
     class Progress(TrainerCallback):
         """A rich progress bar with the latest step metrics; when stderr is not a terminal (a log
         file, a job scheduler), one plain line per logged step instead, since a bar redrawn in a
-        file only shows at the end."""
+        file only shows at the end. An RL step's rollouts (whole episodes, minutes a step on a
+        CPU) are counted within the step: :meth:`rollouts`, a bar under the steps' or lines of
+        their own (:func:`harnessctl.progress.progress_bars`)."""
 
         KEYS = ("loss", "eval_loss", "heldout_loss", "heldout_call_match", "reward", "grad_norm", "learning_rate")
 
@@ -479,6 +481,10 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             self.started = 0.0
             self.first_step = 0  # the step training started (or resumed) at, for the estimate
             self.shown: dict[str, float] = {}
+            self.max_steps = 0
+            self.rollout_task: Any = None  # the rollouts bar (a terminal)
+            self.rollout_lines: Any = None  # the rollouts' plain lines (a log file), and their context
+            self._rollout_context: Any = None
 
         def on_train_begin(self, args, state, control, **kwargs):
             if not state.is_world_process_zero:
@@ -486,12 +492,17 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+            from harnessctl.progress import progress_bars
+
+            self.max_steps = state.max_steps
             console = Console(stderr=True)
             if not console.is_terminal:
                 self.lines, self.started, self.first_step = console, time.perf_counter(), state.global_step
+                self._rollout_context = progress_bars(f"train {cfg.stage}", console=console)
+                self.rollout_lines = self._rollout_context.__enter__()
                 return
             self.bar = Progress(
-                TextColumn(f"[bold]train {cfg.stage}[/]"),
+                TextColumn("[bold]{task.description}[/]"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeRemainingColumn(),
@@ -500,7 +511,22 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
                 transient=False,
             )
             self.bar.start()
-            self.task = self.bar.add_task("steps", total=state.max_steps, completed=state.global_step, metrics="")
+            self.task = self.bar.add_task(
+                f"train {cfg.stage}", total=state.max_steps, completed=state.global_step, metrics=""
+            )
+
+        def rollouts(self, done: int, total: int, step: int) -> None:
+            """``done`` of the ``total`` episodes of the rollout for step ``step + 1`` are finished
+            (0: it starts; the rate and the time left are this step's own)."""
+            label = f"train {cfg.stage} step {step + 1}/{self.max_steps} rollouts"
+            if self.rollout_lines is not None:
+                self.rollout_lines(label, done, total)
+            elif self.bar is not None:
+                if self.rollout_task is None:
+                    self.rollout_task = self.bar.add_task(label, total=total, metrics="")
+                if done == 0:
+                    self.bar.reset(self.rollout_task, total=total, description=label)
+                self.bar.update(self.rollout_task, completed=done, total=total)
 
         def on_step_end(self, args, state, control, **kwargs):
             if self.bar is not None:
@@ -529,6 +555,9 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
             if self.bar is not None:
                 self.bar.stop()
                 self.bar = None
+            if self._rollout_context is not None:
+                self._rollout_context.__exit__(None, None, None)
+                self._rollout_context = self.rollout_lines = None
 
     callbacks = [Interrupt(), Manifest()]
     if progress:
@@ -579,10 +608,13 @@ def run_trainer(
     resume_from: Path | None = None,
     progress: bool = True,
     extra_manifest: dict[str, Any] | None = None,
+    rollout: Any | None = None,
 ) -> TrainResult:
     """Train, save the final model (LoRA merged) with its tokenizer and ``train.json``, and report.
 
     Ctrl-C ends the current step, writes a resumable checkpoint and returns ``interrupted=True``.
+    ``rollout``: an RL rollout function whose episodes the progress counts within each step
+    (its ``on_episode`` hook).
     """
     manifest = manifest_for(cfg, parent=parent, data_hash=data_hash, extra=extra_manifest)
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -593,6 +625,8 @@ def run_trainer(
     for cb in callbacks:
         trainer.add_callback(cb)
     interrupt, logger = callbacks[0], callbacks[1]
+    if progress and rollout is not None:
+        rollout.on_episode = callbacks[-1].rollouts
     started, cpu_started = time.perf_counter(), time.process_time()
     logger.started, logger.prior_s = started, _seconds_at(resume_from)
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)

@@ -24,6 +24,7 @@ that the reward functions read.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,6 +204,9 @@ class EpisodeRollout:
         #: Makes each episode's sampler: ``factory(model, case, harness) -> TokenPolicy``. The case and
         #: harness are there for scripted samplers in tests; the default policy never reads them.
         self.policy_factory = self.default_policy
+        #: Told ``(done, total)`` as the episodes of one rollout call start (0) and end, with the
+        #: training step they are for: ``on_episode(done, total, step)`` (the progress display).
+        self.on_episode: Callable[[int, int, int], None] | None = None
 
     def default_policy(self, model: Any, case: Any, harness: Any) -> TokenPolicy:
         return TokenPolicy(
@@ -255,6 +259,8 @@ class EpisodeRollout:
         model.eval()
         samples: list[EpisodeSample] = []
         group, previous, harness = -1, None, None
+        if self.on_episode:
+            self.on_episode(0, len(prompts), step)
         try:
             for i, prompt in enumerate(prompts):
                 if prompt != previous or (i and i % self.cfg.num_generations == 0):
@@ -285,6 +291,8 @@ class EpisodeRollout:
                     )
                 )
                 self.timing["generate_s"] += policy.generate_s
+                if self.on_episode:
+                    self.on_episode(len(samples), len(prompts), step)
         finally:
             if was_training:
                 model.train()

@@ -99,6 +99,7 @@ def train_rl(cfg: RLStageConfig, *, resume: bool = False, progress: bool = True)
         resume_from=resume_from,
         progress=progress,
         extra_manifest={"data": f"{cfg.cases} simulator cases, seed {cfg.case_seed}", "hsa": cfg.hsa},
+        rollout=rollout,
     )
     t = rollout.timing
     result.extra.update(

@@ -77,8 +77,8 @@ def _errors() -> Iterator[None]:
 
 
 def _progress(enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
-    """Progress on stderr, one task per key; yields ``update(key, done, total)``."""
-    return progress_bars(enabled=enabled, console=err, eta=False)
+    """Progress on stderr, one task per key (done/total, rate, time left); yields ``update(key, done, total)``."""
+    return progress_bars(enabled=enabled, console=err)
 
 
 def _suites(text: str) -> list[str]:

@@ -33,6 +33,7 @@ from typing import Any
 
 from harnessctl.eval.compare import compare_results
 from harnessctl.harness import load_harness
+from harnessctl.progress import prefixed
 
 from .diagnose import diagnose_results
 from .edits import Proposal, apply_edit, write_candidate
@@ -159,7 +160,7 @@ def run_loop(
             cache=config.cache,
             evals_dir=config.evals_dir,
             max_tokens=config.max_tokens,
-            progress=progress,
+            progress=prefixed(progress, run_id),
         )
 
     def step(name: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:

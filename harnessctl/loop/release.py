@@ -48,6 +48,7 @@ from harnessctl.harness.diff import HarnessDiff, diff_harnesses, summary_phrases
 from harnessctl.harness.errors import Issue
 from harnessctl.harness.store import HarnessStore, ResolvedHarness, StoreError, is_version_name
 from harnessctl.models.registry import memorised_surface
+from harnessctl.progress import prefixed
 from harnessctl.sim.model_strings import ORACLE_BLIND, blind_parts, is_oracle_blind
 
 from .evaluate import LoopRun, evaluate_items, standard_items
@@ -287,7 +288,7 @@ def _gate(
             items,
             harness_path=cand_dir,
             run_id=f"release-{result.version}-{result.candidate[:7]}-{tag}",
-            progress=progress,
+            progress=prefixed(progress, "candidate"),
             **common,
         )
         result.runs["candidate"] = str(run_c.store.root)
@@ -298,7 +299,7 @@ def _gate(
                 items,
                 harness_path=prod_dir,
                 run_id=f"production-{str(result.production)[:7]}-for-{result.version}-{result.candidate[:7]}-{tag}",
-                progress=progress,
+                progress=prefixed(progress, "production"),
                 **common,
             )
             result.runs["production"] = str(run_p.store.root)

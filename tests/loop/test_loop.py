@@ -68,6 +68,23 @@ def test_the_loop_resumes_after_an_interrupt_without_redoing_finished_steps(tmp_
     assert len(steps) == len(set(steps))
 
 
+def test_each_evaluation_of_the_loop_counts_its_cases_on_a_bar_of_its_own(tmp_path):
+    """The baseline, each candidate's failing slice and its full run all go over the same suites:
+    each gets its own tasks (named by its run), counted from 0 up to its total, so the rate and
+    the time left shown are that evaluation's."""
+    seen: dict[str, list[tuple[int, int]]] = {}
+    run_loop(
+        _config(tmp_path, budget=1, limit=6),
+        loop_id="p",
+        backend=ShortRuleSpanModel(),
+        progress=lambda task, done, total: seen.setdefault(task, []).append((done, total)),
+    )
+    assert {"baseline livestream", "baseline robustness", "c1-slice livestream"} <= set(seen), sorted(seen)
+    for task, counts in seen.items():
+        assert [d for d, _ in counts] == sorted(d for d, _ in counts) and counts[-1][0] == counts[-1][1], task
+    assert seen["baseline livestream"][-1] == (6, 6)
+
+
 def test_a_journal_line_torn_by_a_kill_is_cut_off_and_that_step_runs_again(tmp_path):
     j = Journal(tmp_path)
     j.step("a", lambda: {"x": 1})

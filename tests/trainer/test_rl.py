@@ -172,3 +172,36 @@ def test_each_group_gets_a_fresh_variant_and_no_hsa_keeps_the_harness(rl_parts):
         rollout.cfg.hsa = True
     assert plain[0] == plain[2]
     assert tokenizer.decode(plain[0]).count(rollout.source.skill_loader.name) >= 1
+
+
+def test_a_rollout_tells_each_episode_of_the_step_as_it_ends(rl_parts):
+    # an RL step on a CPU is minutes of whole episodes: the progress counts them within the step
+    cfg, model, tokenizer, trainer, rollout = rl_parts
+    rollout.policy_factory = oracle_sampler(rollout)
+    told: list[tuple[int, int, int]] = []
+    rollout.on_episode = lambda done, total, step: told.append((done, total, step))
+    try:
+        rollout.rollout(["case:" + next(iter(rollout.cases))] * 2, model, step=3)
+    finally:
+        rollout.on_episode = None
+    assert told == [(0, 2, 3), (1, 2, 3), (2, 2, 3)]
+
+
+def test_in_a_log_file_an_rl_step_says_its_rollouts_done_with_the_rate_and_time_left(capsys):
+    from types import SimpleNamespace
+
+    from trainer.common import _callbacks
+
+    progress = _callbacks(SimpleNamespace(stage="rl"), {}, True)[-1]
+    state = SimpleNamespace(is_world_process_zero=True, global_step=0, max_steps=5)
+    progress.on_train_begin(None, state, None)
+    for step in (0, 1):
+        for done in range(0, 5):
+            progress.rollouts(done, 4, step)
+    progress.on_train_end(None, state, None)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "rollouts" in line]
+    assert [line.split(" (")[0] for line in lines] == [
+        f"train rl step {s}/5 rollouts {n}/4" for s in (1, 2) for n in range(1, 5)
+    ]
+    assert "/s" in lines[1] or "/min" in lines[1]
+    assert "left)" in lines[1] and "left)" not in lines[3]  # the last rollout of a step has nothing left
