@@ -594,9 +594,10 @@ def compare(
         a, b = RunStore.open(run_a, runs_dir), RunStore.open(run_b, runs_dir)
         if not force:
             check_suite_versions(a.manifest, b.manifest)
+        results_a, results_b = a.results(), b.results()
         cmp = compare_results(
-            a.results(),
-            b.results(),
+            results_a,
+            results_b,
             threshold=threshold,
             gate=gate,
             run_a=a.run_id,
@@ -613,12 +614,30 @@ def compare(
             memorised = f" · memorised {m['reference']['label']}" if m["reference"] else ""
             out.print(f"[dim]{side}: {run} · model {m['model']}{memorised}[/]")
         _print_comparison(cmp, threshold, show_flips)
+        _warn_errors(cmp, {"a": results_a, "b": results_b}, {"a": a, "b": b})
     if cmp.regression:
         if not as_json:
             names = ", ".join(s.suite for s in cmp.suites.values() if s.regression)
             what = "its whole 95% interval" if gate == "interval" else "its estimate"
             err.print(f"[bold red]regression[/] in {names}: more than {_points(threshold)} below {cmp.run_a} ({what})")
         raise typer.Exit(EXIT_DIFFERENT)
+
+
+def _warn_errors(cmp: Any, results: dict[str, list[Any]], stores: dict[str, Any]) -> None:
+    """Say, for each run, how many cases ended in an error: they have no score and are left out
+    of the comparison (not counted as low scores); ``eval --resume`` runs them again."""
+    from harnessctl.eval.summary import distinct_errors
+
+    for side, n in cmp.errors.items():
+        if not n:
+            continue
+        what = "; ".join(f"{e['count']} × {e['error'][:120]}" for e in distinct_errors(results[side], limit=2))
+        run = stores[side].run_id
+        err.print(
+            f"[yellow]warning:[/] {n} case{'s' if n != 1 else ''} of run {side.upper()} ({_escape(run)}) ended in an "
+            f"error and have no score ({_escape(what)}): left out of the comparison, not counted as low scores; "
+            f"`harnessctl eval --resume {_escape(run)}` runs them again"
+        )
 
 
 def _run_model(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -657,7 +676,10 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
             continue
         if not s.n_paired:
             t.add_row(s.suite, "[yellow]0[/]", "", "", "", "", "", "")
-            notes.append(f"{s.suite}: no case in common ({s.only_a} only in A, {s.only_b} only in B); not compared")
+            errored = f", {len(s.errors_a)} errored in A, {len(s.errors_b)} in B" if s.errors_a or s.errors_b else ""
+            notes.append(
+                f"{s.suite}: no case both runs scored ({s.only_a} only in A, {s.only_b} only in B{errored}); not compared"
+            )
             continue
         color = "red" if s.regression else "green" if d.value > 0 else "white"
         t.add_row(
@@ -673,6 +695,11 @@ def _print_comparison(cmp: Any, threshold: float, show_flips: int) -> None:
         if s.only_a or s.only_b:
             notes.append(
                 f"{s.suite}: compared on the {s.n_paired} shared cases; left out {s.only_a} only in A, {s.only_b} only in B"
+            )
+        if s.errors_a or s.errors_b:
+            notes.append(
+                f"{s.suite}: left out {len(s.errors_a)} case(s) that errored in A, {len(s.errors_b)} in B (no score): "
+                + ", ".join((s.errors_a + s.errors_b)[:show_flips])
             )
         if d.value < -threshold and not s.beyond_noise:
             # the point gate flags it, or the interval gate passed it: either way say why

@@ -9,7 +9,9 @@ cases leave no doubt about; it misses smaller ones on small runs).
 
 Cases are paired by (suite, case id, repeat); the scores, the delta and its interval are
 computed on the paired (shared) cases only, so two runs over different ``--limit`` values still
-compare like with like. A suite that only one run holds (e.g. ``ifeval``, which the oracle skips)
+compare like with like. A case that ended in an error (a timeout, a model error) in either run
+has no score: it is left out of the pairs and listed under ``errors_a``/``errors_b``, never
+counted as a low score (``eval --resume`` runs it again). A suite that only one run holds (e.g. ``ifeval``, which the oracle skips)
 is reported as such (``present_in`` "A" or "B", with why it was skipped when the run says) and is
 never a regression. Runs made on different suites versions are not compared unless forced
 (:func:`check_suite_versions`): the same case id names a different case.
@@ -43,6 +45,12 @@ class SuiteDelta:
     fail_to_pass: list[str] = field(default_factory=list)
     only_a: int = 0
     only_b: int = 0
+    #: Cases of this suite that ended in an error (no score) in run A / run B, left out of the pairs.
+    errors_a: list[str] = field(default_factory=list)
+    errors_b: list[str] = field(default_factory=list)
+    #: Cases of this suite each run holds, scored or not.
+    cases_a: int = 0
+    cases_b: int = 0
     regression: bool = False
     skipped_a: str | None = None  # why run A did not run this suite, when it says
     skipped_b: str | None = None
@@ -61,8 +69,8 @@ class SuiteDelta:
 
     @property
     def present_in(self) -> str:
-        """``"both"`` when each run scored cases of this suite, else ``"A"`` or ``"B"``."""
-        has_a, has_b = bool(self.n_paired or self.only_a), bool(self.n_paired or self.only_b)
+        """``"both"`` when each run holds cases of this suite (scored or errored), else ``"A"`` or ``"B"``."""
+        has_a, has_b = bool(self.n_paired or self.cases_a), bool(self.n_paired or self.cases_b)
         return "both" if has_a and has_b else "A" if has_a else "B"
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,6 +93,14 @@ class Comparison:
     def regression(self) -> bool:
         return any(s.regression for s in self.suites.values())
 
+    @property
+    def errors(self) -> dict[str, int]:
+        """Cases left out because they ended in an error: ``{"a": n, "b": n}``."""
+        return {
+            "a": sum(len(s.errors_a) for s in self.suites.values()),
+            "b": sum(len(s.errors_b) for s in self.suites.values()),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_a": self.run_a,
@@ -92,6 +108,7 @@ class Comparison:
             "threshold": self.threshold,
             "gate": self.gate,
             "regression": self.regression,
+            "errors": self.errors,
             "suites": {k: v.to_dict() for k, v in self.suites.items()},
         }
 
@@ -173,7 +190,8 @@ def compare_results(
     """Run B against run A. A suite regresses when B's score is more than ``threshold`` points
     below A's on the paired cases: the point estimate under ``gate="point"``, the whole bootstrap
     interval under ``gate="interval"``. ``skipped_a``/``skipped_b`` (suite -> why, from a run's
-    summary) explain a missing suite.
+    summary) explain a missing suite. A case that ended in an error in either run is not paired:
+    it has no score to compare (``errors_a``/``errors_b`` name it).
 
     >>> from harnessctl.eval.results import CaseResult
     >>> a = [CaseResult("livestream", f"c{i}", score=1.0, passed=True) for i in range(20)]
@@ -192,7 +210,9 @@ def compare_results(
     for s in suites:
         keys_a = {k for k in index_a if k[0] == s}
         keys_b = {k for k in index_b if k[0] == s}
-        paired = sorted(keys_a & keys_b)
+        errored_a = sorted(k for k in keys_a if index_a[k].error is not None)
+        errored_b = sorted(k for k in keys_b if index_b[k].error is not None)
+        paired = sorted((keys_a & keys_b) - set(errored_a) - set(errored_b))
         diffs = [100.0 * (index_b[k].score - index_a[k].score) for k in paired]
         delta = (
             bootstrap(diffs, lambda xs: sum(xs) / len(xs), n_resamples=n_resamples, seed=seed)
@@ -209,8 +229,12 @@ def compare_results(
             delta=Interval(round(delta.value, 3), round(delta.low, 3), round(delta.high, 3), delta.level),
             pass_to_fail=[_label(index_b[k]) for k in paired if index_a[k].passed and not index_b[k].passed],
             fail_to_pass=[_label(index_b[k]) for k in paired if not index_a[k].passed and index_b[k].passed],
-            only_a=len(keys_a - keys_b),
-            only_b=len(keys_b - keys_a),
+            only_a=len(keys_a - keys_b - set(errored_a)),
+            only_b=len(keys_b - keys_a - set(errored_b)),
+            errors_a=[_label(index_a[k]) for k in errored_a],
+            errors_b=[_label(index_b[k]) for k in errored_b],
+            cases_a=len(keys_a),
+            cases_b=len(keys_b),
             # The interval gate asks for a drop beyond doubt, which one paired case cannot show.
             regression=bool(paired)
             and (

@@ -312,11 +312,16 @@ def _slice(evaluate: Callable[[], LoopRun], before: list[Any]) -> dict[str, Any]
     cmp = compare_results(before, after, threshold=0.0)
     fixed = sum(len(s.fail_to_pass) for s in cmp.suites.values())
     broke = sum(len(s.pass_to_fail) for s in cmp.suites.values())
-    score_before = 100.0 * sum(r.score for r in before) / len(before) if before else 0.0
-    score_after = 100.0 * sum(r.score for r in after) / len(after) if after else 0.0
+    # A case that ended in an error has no score: it is left out of both means, not counted as a 0.
+    errored = {r.key for r in (*before, *after) if r.error is not None}
+    before_scored = [r for r in before if r.key not in errored]
+    after_scored = [r for r in after if r.key not in errored]
+    score_before = 100.0 * sum(r.score for r in before_scored) / len(before_scored) if before_scored else 0.0
+    score_after = 100.0 * sum(r.score for r in after_scored) / len(after_scored) if after_scored else 0.0
     return {
         "run": run.run_id,
         "cases": len(after),
+        "errors": len(errored),
         "score_before": round(score_before, 2),
         "score_after": round(score_after, 2),
         "fail_to_pass": fixed,

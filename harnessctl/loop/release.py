@@ -125,6 +125,8 @@ class ReleaseResult:
     comparison: dict[str, Any] | None = None
     latency: dict[str, Any] | None = None
     runs: dict[str, str] = field(default_factory=dict)
+    #: Cases that ended in an error (no score), per run ("candidate", "production"); any refuses.
+    errors: dict[str, int] = field(default_factory=dict)
     tag: str | None = None
     tagged_commit: str | None = None
     pointer: str | None = None
@@ -337,20 +339,45 @@ def _gate(
         reasons.append("no reply latency measured (every case failed to run)")
     elif p95 > gate.latency_budget_s:
         reasons.append(f"latency: P95 {p95:.2f}s is over the {gate.latency_budget_s:g}s budget")
-    errors = sum(1 for r in run_c.results if r.error)
-    if errors and errors == len(run_c.results):
-        reasons.append(f"every case of the candidate run failed to run ({run_c.results[0].error})")
+    runs = {"candidate": run_c} | ({"production": run_p} if cmp is not None else {})
+    for side, run in runs.items():
+        reason = _errored(side, run.results, gate.jobs)
+        if reason:
+            result.errors[side] = sum(1 for r in run.results if r.error is not None)
+            reasons.append(reason)
     result.reasons = reasons
     result.passed = not reasons
 
 
+def _errored(side: str, results: list[Any], jobs: int) -> str | None:
+    """Why the gate gives no verdict on a run whose cases ended in an error (a timeout, a model
+    error), or None when every case was scored. An errored case has no score: counted as a low
+    one it would refuse a release for the machine's load, left out it would pass one on part of
+    the sample, so the gate refuses until every case is scored."""
+    from harnessctl.eval.summary import distinct_errors
+
+    errored = [r for r in results if r.error is not None]
+    if not errored:
+        return None
+    seen = "; ".join(f"{e['count']} × {e['error'][:120]}" for e in distinct_errors(errored, limit=2))
+    every = len(errored) == len(results)
+    timeouts = any(str(r.error).startswith("timeout") for r in errored)
+    return (
+        f"{'all' if every else len(errored)} of the {len(results)} cases of the {side} run ended in an error "
+        f"({seen}) and have no score: the gate gives no verdict until every case is scored. Run the same command "
+        "again: the gate's runs resume and run only those cases"
+        + (f" (fewer in flight finish sooner: lower -j, now {jobs})" if timeouts else "")
+    )
+
+
 def _worse_cases(production: list[Any], candidate: list[Any]) -> dict[str, dict[str, float]]:
-    """Suite -> case id -> points lost, for the paired cases that scored lower under the candidate."""
-    before = {r.key: r for r in production}
+    """Suite -> case id -> points lost, for the paired cases that scored lower under the candidate
+    (cases that ended in an error have no score and are not among them)."""
+    before = {r.key: r for r in production if r.error is None}
     out: dict[str, dict[str, float]] = {}
     for r in candidate:
         p = before.get(r.key)
-        if p is not None and r.score < p.score:
+        if p is not None and r.error is None and r.score < p.score:
             out.setdefault(r.suite, {})[r.case_id] = round(100.0 * (p.score - r.score), 1)
     return out
 

@@ -185,6 +185,47 @@ def test_compare_scores_only_the_shared_cases_and_names_a_suite_one_run_lacks(tm
     assert data["suites"]["ifeval"]["present_in"] == "A" and data["suites"]["livestream"]["present_in"] == "both"
 
 
+def _timed_out(results: list[CaseResult], ids: set[int]) -> list[CaseResult]:
+    """``results`` with the cases numbered ``ids`` ended as the runner ends a timed-out case."""
+    for i in ids:
+        r = results[i]
+        r.score, r.passed, r.failures, r.error, r.termination = 0.0, False, ["error"], "timeout after 120s", "timeout"
+    return results
+
+
+def test_a_case_that_errored_is_left_out_of_the_comparison_not_counted_as_a_low_score(tmp_path):
+    """The same harness run twice; on the second run, under load, four of 30 cases timed out. They
+    have no score: counted as zeros they would be a 13-point regression made by the machine.
+    They are left out of the pairs on both sides, named, and the verdict is on the 26 cases both
+    runs scored (a real drop among those still fails)."""
+    a = make_results(30, failing={9})
+    b = _timed_out(make_results(30, failing={9}), {0, 1, 2, 3})
+    cmp = compare_results(a, b, threshold=1.0, run_a="a", run_b="b")
+    live = cmp.suites["livestream"]
+    assert (live.n_paired, live.delta.value, live.regression) == (26, 0.0, False)
+    assert live.errors_b == [f"livestream-00{i}" for i in range(4)] and live.errors_a == [] and live.pass_to_fail == []
+    assert cmp.errors == {"a": 0, "b": 4} and not cmp.regression
+    assert compare_results(b, a).suites["livestream"].errors_a == live.errors_b  # either side
+    # a suite whose every case errored in B is still B's: not "only run A has it"
+    every = compare_results(make_results(3, failing=set()), _timed_out(make_results(3, failing=set()), {0, 1, 2}))
+    assert every.suites["livestream"].present_in == "both" and every.suites["livestream"].n_paired == 0
+    worse = _timed_out(make_results(30, failing={5, 6, 7, 8, 9}), {0, 1})
+    assert compare_results(a, worse, threshold=1.0).regression  # the scored cases still decide
+
+    write_run(tmp_path, "calm", a)
+    write_run(tmp_path, "loaded", b)
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", "calm", "loaded", "--runs-dir", str(tmp_path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    warning = " ".join(res.stderr.split())
+    assert "warning: 4 cases of run B (loaded) ended in an error and have no score (4 × timeout after 120s)" in warning
+    assert "not counted as low scores; `harnessctl eval --resume loaded` runs them again" in warning
+    assert "livestream: left out 0 case(s) that errored in A, 4 in B (no score)" in " ".join(res.stdout.split())
+    data = json.loads(runner.invoke(app, ["compare", "calm", "loaded", "--runs-dir", str(tmp_path), "--json"]).stdout)
+    assert data["errors"] == {"a": 0, "b": 4} and data["suites"]["livestream"]["n_paired"] == 26
+    assert data["suites"]["livestream"]["errors_b"][0] == "livestream-000"
+
+
 def test_report_is_one_self_contained_html_file_with_plots_and_drill_down(tmp_path):
     results = make_results(30, failing={2, 5}) + make_results(10, failing=set(), suite="robustness")
     store = write_run(tmp_path, "r", results)

@@ -85,6 +85,24 @@ def test_each_evaluation_of_the_loop_counts_its_cases_on_a_bar_of_its_own(tmp_pa
     assert seen["baseline livestream"][-1] == (6, 6)
 
 
+def test_a_slice_case_that_ended_in_an_error_is_left_out_of_both_slice_scores():
+    """A failing case that timed out under the best harness scored nothing; under the candidate it
+    is answered as badly as before. Counted as a 0 it would make the candidate look better."""
+    from types import SimpleNamespace
+
+    from harnessctl.eval.results import CaseResult
+    from harnessctl.loop.improve import _slice
+
+    def case(i: int, **kw) -> CaseResult:
+        return CaseResult("livestream", f"c{i}", score=0.4, passed=False, **kw)
+
+    before = [case(0), case(1), case(2), case(3, error="timeout after 120s")]
+    before[3].score = 0.0
+    after = [case(i) for i in range(4)]
+    sl = _slice(lambda: SimpleNamespace(results=after, run_id="c1-slice"), before)
+    assert (sl["score_before"], sl["score_after"], sl["errors"], sl["win"]) == (40.0, 40.0, 1, False)
+
+
 def test_a_journal_line_torn_by_a_kill_is_cut_off_and_that_step_runs_again(tmp_path):
     j = Journal(tmp_path)
     j.step("a", lambda: {"x": 1})

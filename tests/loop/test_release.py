@@ -112,6 +112,63 @@ def test_a_passing_release_tags_moves_the_pointer_and_writes_the_note(tmp_path, 
     )
 
 
+class _Overloaded(ShortRuleSpanModel):
+    """The short-rule-span model on a machine too busy at first: its first ``failures`` episodes
+    end in a model error (as a case cut off by its timeout does); every later one is answered."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def for_episode(self, case, harness):
+        if self.failures > 0:
+            self.failures -= 1
+            return _Unanswered()
+        return super().for_episode(case, harness)
+
+
+class _Unanswered:
+    name = "overloaded"
+
+    def generate(self, messages, tools, settings):
+        from harnessctl.models.base import ModelError
+
+        raise ModelError("no answer within the case's time")
+
+
+def test_cases_that_ended_in_an_error_give_no_verdict_until_a_second_attempt_scores_them(tmp_path, released_repo):
+    """Two cases of the candidate run end in an error. Counted as zeros they would refuse a good
+    release as a 20-point regression (the point rule); left out quietly they would pass it on part
+    of the sample. The gate refuses with one reason that names them and says to run it again;
+    the second attempt resumes, runs only those two, and releases."""
+    repo = released_repo.parent.parent
+    _move_rule(released_repo, "shipping_returns", "returns_from_policy", 1, repo, "returns rule first")
+    before = _state(repo)
+    model = _Overloaded(failures=2)
+    seen: dict[str, list[int]] = {}
+
+    def progress(task: str, done: int, total: int) -> None:
+        seen.setdefault(task, []).append(done)
+
+    gate = _gate(tmp_path, regression_rule="point")
+    first = release(released_repo, "v2", gate=gate, notes_dir=tmp_path / "notes", backend=model, progress=progress)
+    assert not first.passed and first.errors == {"candidate": 2}
+    assert len(first.reasons) == 1 and not any("regression" in r for r in first.reasons), first.reasons
+    assert (
+        first.reasons[0].startswith("2 of the ") and "cases of the candidate run ended in an error" in first.reasons[0]
+    )
+    assert "no answer within the case's time" in first.reasons[0] and "Run the same command again" in first.reasons[0]
+    assert sum(len(d["errors_b"]) for d in first.comparison["suites"].values()) == 2  # left out, not zeros
+    assert _state(repo) == before
+    # each run's suites have bars of their own, counted up, never back
+    assert {"candidate livestream", "production livestream", "candidate evolution"} <= set(seen)
+    assert all(counts == sorted(counts) for counts in seen.values())
+
+    second = release(released_repo, "v2", gate=gate, notes_dir=tmp_path / "notes", backend=model)
+    assert second.passed, second.reasons
+    assert second.errors == {} and second.tag == "v2"
+
+
 def test_the_gate_evaluates_the_tiny_model_served_over_the_openai_api(tmp_path, released_repo, tiny_model_path):
     from harnessctl.models.local import LocalModel
 
