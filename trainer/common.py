@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
 from harnessctl.models.adapters import (
     ADAPTER_WEIGHTS,
     adapter_base,
@@ -39,7 +40,7 @@ MANIFEST_VERSION = 1
 _PACKAGES = ("harnessctl", "torch", "transformers", "trl", "accelerate", "peft", "datasets", "tokenizers")
 
 
-class TrainError(ValueError):
+class TrainError(HarnessctlError, ValueError):
     """Bad input to a stage (a dataset, a model folder, a config value): the message names it and
     says what to do. The command line prints it and exits 2."""
 
@@ -702,7 +703,7 @@ def manifest_for(
 
 
 def write_manifest(folder: str | Path, manifest: dict[str, Any]) -> Path:
-    from harnessctl.eval.store import atomic_write
+    from harnessctl.harness.fileio import atomic_write
 
     path = Path(folder) / MANIFEST
     atomic_write(path, json.dumps(manifest, indent=2, default=str) + "\n")

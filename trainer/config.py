@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from harnessctl.errors import HarnessctlError
+
 STAGES = ("base", "sft", "distill", "rl")
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 
-class ConfigError(ValueError):
+class ConfigError(HarnessctlError, ValueError):
     """A config value or file is wrong; the message names it and says what to change."""
 
 
@@ -503,6 +505,24 @@ def load_config(stage: str, path: str | Path | None = None, overrides: dict[str,
         return cls(**values)
     except TypeError as e:  # a value of the wrong shape for its field
         raise ConfigError(f"{stage} config: {e}") from None
+
+
+def parse_set(item: str, *, form: str = "FIELD=VALUE", example: str = "learning_rate=1e-4") -> tuple[str, str]:
+    """One ``--set`` item as ``(field, value)``: the field stripped, the value as written (converted
+    to the field's type later, by :func:`coerce`). A :class:`ConfigError` says how to write one
+    (``form``, ``example``) when it has no ``=`` or no field.
+
+    >>> parse_set("max_steps= 20"), parse_set("sft.max_steps=2")
+    (('max_steps', ' 20'), ('sft.max_steps', '2'))
+    >>> parse_set("max_steps")
+    Traceback (most recent call last):
+    ...
+    trainer.config.ConfigError: --set 'max_steps': write FIELD=VALUE, e.g. --set learning_rate=1e-4
+    """
+    key, eq, value = item.partition("=")
+    if not eq or not key.strip():
+        raise ConfigError(f"--set {item!r}: write {form}, e.g. --set {example}")
+    return key.strip(), value
 
 
 def coerce(name: str, value: Any, hint: Any) -> Any:

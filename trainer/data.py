@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessctl.sim.jsonl import read_jsonl
 from trainer.common import TrainError
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -34,18 +35,11 @@ def read_chat_rows(folder: str | Path, split: str = "train", what: str = "--data
         )
     if not path.is_file():
         raise TrainError(f"{what} {folder}: no {path.name} in it; is it a folder written by `augment --trajectories`?")
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TrainError(
-                f"{where}: not valid JSON ({e.msg}); each line is one {{messages, tools}} object"
-            ) from None
-        rows.append(check_row(row, where))
+
+    def not_json(where: str, e: json.JSONDecodeError) -> TrainError:
+        return TrainError(f"{where}: not valid JSON ({e.msg}); each line is one {{messages, tools}} object")
+
+    rows = [check_row(row, f"{path}:{number}") for number, row in read_jsonl(path, not_json)]
     if not rows:
         raise TrainError(f"{path}: no rows; the dataset is empty")
     return rows

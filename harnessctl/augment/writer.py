@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.harness.errors import HarnessError, Issue
+from harnessctl.harness.fileio import atomic_write
 from harnessctl.harness.model import Harness
 
 from .feasibility import feasible_floors, harness_fingerprint
@@ -80,12 +81,6 @@ def _index_text(
         "variants": variants,
     }
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _prepare_out(out: Path, spec: dict[str, Any], force: bool) -> None:
@@ -224,7 +219,7 @@ def write_variants(
     para = paraphraser or make_paraphraser(spec.paraphraser)
     result = WriteResult(out=str(out), floors=floors, index=str(out / INDEX_FILE))
     # The index goes first (marks the folder as ours, so an interrupted run can resume).
-    _write_text(out / INDEX_FILE, _index_text(spec_d, meta, [], floors))
+    atomic_write(out / INDEX_FILE, _index_text(spec_d, meta, [], floors))
     todo = [i for i in range(n) if not _finished(out / spec.variant_id(i), spec.variant_id(i))]
     pending = set(todo)
     result.skipped = [spec.variant_id(i) for i in range(n) if i not in pending]
@@ -268,7 +263,7 @@ def write_variants(
                 "tools": len(m.surface.get("tools", {})),
             }
         )
-    _write_text(out / INDEX_FILE, _index_text(spec_d, meta, entries, floors))
+    atomic_write(out / INDEX_FILE, _index_text(spec_d, meta, entries, floors))
     return result
 
 

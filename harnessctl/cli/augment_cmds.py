@@ -31,19 +31,6 @@ def register(app: typer.Typer) -> None:
 
 
 @contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    from harnessctl.models.base import ModelError
-
-    with cli_errors():
-        try:
-            yield
-        except (ValueError, ModelError) as e:
-            raise CLIError(str(e)) from None
-        except OSError as e:  # e.g. --out under a file, or a disk that is full: say which path
-            raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ") + " (check --out)") from None
-
-
-@contextlib.contextmanager
 def _progress(label: str, enabled: bool) -> Iterator[Any]:
     """Progress on stderr of one task; yields ``update(done, total)``."""
     with progress_bars(label, enabled=enabled, console=err) as update:
@@ -203,7 +190,7 @@ def augment(
     from harnessctl.harness.loader import load_harness
     from harnessctl.sim.phrasings import load_phrasings
 
-    with _errors():
+    with cli_errors(ValueError, os_hint=" (check --out)"):
         root = resolve_harness_path(harness)
         source = load_harness(root)
         op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None

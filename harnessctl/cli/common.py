@@ -141,10 +141,6 @@ def resolve_harness_path(path: Path | None) -> Path:
 
 def checkpoint_folder(spec: str) -> str:
     """The folder a ``--model``/``--teacher`` names: a path, ``local:PATH`` or ``shipped:NAME``."""
-    from harnessctl.models.base import ModelError
     from harnessctl.models.registry import expand_model_spec
 
-    try:
-        return expand_model_spec(spec).removeprefix("local:")
-    except ModelError as e:
-        raise CLIError(str(e)) from None
+    return expand_model_spec(spec).removeprefix("local:")

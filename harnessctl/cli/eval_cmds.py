@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -57,25 +56,6 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
     app.command("report")(report)
     app.add_typer(judge_app, name="judge")
-
-
-@contextlib.contextmanager
-def _library_errors() -> Iterator[None]:
-    """Known library errors become a clear message and exit code 2 (inside ``cli_errors``)."""
-    from harnessctl.eval.labels import LabelError
-    from harnessctl.eval.store import RunError
-    from harnessctl.eval.suites import SuiteError
-    from harnessctl.models.base import ModelError
-
-    with cli_errors():
-        try:
-            yield
-        except (SuiteError, RunError, LabelError, ModelError) as e:
-            raise CLIError(str(e)) from None
-        except ValueError as e:
-            raise CLIError(str(e)) from None
-        except OSError as e:  # a path that is a file, unreadable, or a full disk: say which
-            raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ")) from None
 
 
 def _progress(label: str, enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
@@ -163,7 +143,7 @@ def eval_cmd(
     from harnessctl.eval.suites import find_evals_dir
 
     where = "" if runs_dir == DEFAULT_RUNS_DIR else f" --runs-dir {shlex.quote(str(runs_dir))}"
-    with _library_errors():
+    with cli_errors(ValueError):
         if resume:
             _refuse_settings_on_resume(ctx)
             with _progress("eval", enabled=not as_json or err.is_terminal) as update:
@@ -470,7 +450,7 @@ def build_suites_cmd(
             f"(--evals-dir evals-{messages}), not over the suites in {evals_dir}"
         )
     names = None if suite == "all" else [s.strip() for s in suite.split(",") if s.strip()]
-    with _library_errors():
+    with cli_errors(ValueError):
         with _progress("build", enabled=not as_json or err.is_terminal) as update:
             index = build_all(
                 evals_dir,
@@ -504,7 +484,7 @@ def runs(
     Each row: id, model, suites, scores, errors, and whether every planned case has a result."""
     from harnessctl.eval.store import list_runs
 
-    with _library_errors():
+    with cli_errors(ValueError):
         rows = list_runs(runs_dir)
     if as_json:
         print_json({"runs_dir": str(runs_dir), "runs": rows})
@@ -590,7 +570,7 @@ def compare(
 
     if gate not in GATES:
         fail(f"--gate: expected one of {', '.join(GATES)}, got {gate!r}")
-    with _library_errors():
+    with cli_errors(ValueError):
         a, b = RunStore.open(run_a, runs_dir), RunStore.open(run_b, runs_dir)
         if not force:
             check_suite_versions(a.manifest, b.manifest)
@@ -760,7 +740,7 @@ def report(
     from harnessctl.eval.store import REPORT, RunStore
     from harnessctl.eval.summary import summarize
 
-    with _library_errors():
+    with cli_errors(ValueError):
         store = RunStore.open(run, runs_dir)
         results = store.results()
         manifest = store.manifest
@@ -815,7 +795,7 @@ def judge_calibrate(
     from harnessctl.models.registry import resolve_model
 
     spec = judge or os.environ.get("HARNESSCTL_JUDGE")
-    with _library_errors():
+    with cli_errors(ValueError):
         if not spec:
             raise CLIError(
                 "no judge model: pass --judge MODEL (a litellm string, e.g. openai/gpt-4o-mini) or set HARNESSCTL_JUDGE"
@@ -893,7 +873,7 @@ def judge_label(
     from harnessctl.eval.labels import append_label, label_from_result, pending
     from harnessctl.eval.store import RunStore
 
-    with _library_errors():
+    with cli_errors(ValueError):
         store = RunStore.open(run, runs_dir)
         todo = pending(store.run_id, store.results(), out_file)
     if not todo:

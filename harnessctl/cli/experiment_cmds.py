@@ -98,7 +98,6 @@ def hat(
     with cli_errors():
         from harnessctl.eval.store import RunError, check_run_id
         from harnessctl.experiment import (
-            PlanError,
             StudyError,
             StudyInterrupted,
             apply_overrides,
@@ -118,11 +117,8 @@ def hat(
             raise CLIError(
                 f"--id {name!r}: use letters, digits, '.', '_' or '-' (it names a folder under --out)"
             ) from None
-        try:
-            preset = quick_plan if quick else full_plan if base == "tiny" else smollm2_plan
-            plan = apply_overrides(preset(seed=seed, ablations=ablations), set_ or [])
-        except PlanError as e:
-            raise CLIError(str(e)) from None
+        preset = quick_plan if quick else full_plan if base == "tiny" else smollm2_plan
+        plan = apply_overrides(preset(seed=seed, ablations=ablations), set_ or [])
         if estimate:
             if train_only or eval_only or arm:
                 raise CLIError("--estimate trains nothing of the study: leave out --train-only, --eval-only and --arm")
@@ -147,7 +143,7 @@ def hat(
                 only_arms=arm,
                 train_jobs=train_jobs,
             )
-        except (StudyError, PlanError) as e:
+        except StudyError as e:
             raise CLIError(str(e)) from None
         except StudyInterrupted as e:
             err.print(f"[yellow]interrupted:[/] {e}; run the same command again to continue")
@@ -168,13 +164,13 @@ def hat(
 
 
 def _estimate(plan: Any, as_json: bool) -> None:
-    from harnessctl.experiment import PlanError, StudyError, StudyInterrupted
+    from harnessctl.experiment import StudyError, StudyInterrupted
     from harnessctl.experiment.estimate import estimate_study, format_minutes
 
     err.print(f"[dim]timing a few steps of every phase of the {plan.preset} plan on this machine[/]")
     try:
         result = estimate_study(plan, say=lambda m: err.print(f"[dim]{m}[/]"), progress=not as_json)
-    except (StudyError, PlanError) as e:
+    except StudyError as e:
         raise CLIError(str(e)) from None
     except StudyInterrupted:
         err.print("[yellow]interrupted:[/] the estimate's scratch folder is removed; nothing of a study was written")

@@ -26,7 +26,6 @@ def model_export_gguf(
     """Write a Llama-architecture model (SmolLM2 and its adapters) as a GGUF file for llama.cpp.
 
     The file carries the chat template; `--model llamacpp:FILE` runs it (`pip install 'harnessctl[llamacpp]'`)."""
-    from harnessctl.models.base import ModelError
     from harnessctl.models.gguf_export import GGUF_TYPES, export_gguf
 
     with cli_errors():
@@ -37,10 +36,7 @@ def model_export_gguf(
             raise CLIError(f"{model}: no such model folder; name local:PATH, shipped:NAME or an adapter folder")
         if out_file.suffix != ".gguf":
             raise CLIError(f"--out {out_file}: name a file ending in .gguf")
-        try:
-            result = export_gguf(folder, out_file, qtype=qtype)
-        except ModelError as e:
-            raise CLIError(str(e)) from None
+        result = export_gguf(folder, out_file, qtype=qtype)
     if as_json:
         print_json(
             {

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -59,23 +58,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
 
 
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    """Library errors become one message and exit code 2 (harness issues are printed by ``cli_errors``)."""
-    from harnessctl.eval.store import RunError
-    from harnessctl.eval.suites import SuiteError
-    from harnessctl.loop.edits import EditError
-    from harnessctl.models.base import ModelError
-
-    with cli_errors():
-        try:
-            yield
-        except (RunError, SuiteError, EditError, ModelError, ValueError, FileNotFoundError) as e:
-            raise CLIError(str(e)) from None
-        except OSError as e:
-            raise CLIError(f"{e.filename or ''}: {e.strerror or e}".lstrip(": ")) from None
-
-
 def _progress(enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
     """Progress on stderr, one task per key (done/total, rate, time left); yields ``update(key, done, total)``."""
     return progress_bars(enabled=enabled, console=err)
@@ -116,7 +98,7 @@ def diagnose(
     """Cluster a run's failures by kind, score component and harness element, ranked by impact."""
     from harnessctl.loop.diagnose import diagnose_run
 
-    with _errors():
+    with cli_errors(ValueError):
         d = diagnose_run(run, runs_dir=runs_dir, examples=examples)
         target = None
         if report:
@@ -211,7 +193,7 @@ def patch(
     from harnessctl.harness.save import save_harness
     from harnessctl.loop.edits import EditError, apply_edit, read_patch
 
-    with _errors():
+    with cli_errors(ValueError):
         folder = resolve_harness_path(harness)
         title, ops = read_patch(patch_file)
         before = load_harness(folder)
@@ -264,7 +246,7 @@ def edit(
     from harnessctl.loop.edits import apply_edit, proposal_diff
     from harnessctl.loop.propose import propose_llm, propose_rules
 
-    with _errors():
+    with cli_errors(ValueError):
         folder = resolve_harness_path(harness)
         current = load_harness(folder)
         d = diagnose_run(run, runs_dir=runs_dir, harness=current)
@@ -302,7 +284,7 @@ def edit(
         apply
         or (not as_json and sys.stdin.isatty() and typer.confirm(f"apply {chosen.id} ({chosen.title})?", default=False))
     ):
-        with _errors():
+        with cli_errors(ValueError):
             applied = commit_edit(
                 folder,
                 apply_edit(current, chosen.ops),
@@ -369,7 +351,7 @@ def loop(
         run_loop,
     )
 
-    with _errors():
+    with cli_errors(ValueError):
         if resume:
             config = open_loop_config(resume, loops_dir)
             loop_id = resume
@@ -543,7 +525,7 @@ def release(
 
     if regression_rule not in GATES:
         fail(f"--regression-rule: expected one of {', '.join(GATES)}, got {regression_rule!r}")
-    with _errors():
+    with cli_errors(ValueError):
         folder = resolve_harness_path(harness)
         cfg = None
         if gate:
@@ -643,7 +625,7 @@ def rollback(
     """Move the production ref back to the previous release (or to --to)."""
     from harnessctl.loop.release import rollback as do_rollback
 
-    with _errors():
+    with cli_errors(ValueError):
         r = do_rollback(resolve_harness_path(harness), to)
     if as_json:
         print_json(r.__dict__)
@@ -689,7 +671,7 @@ def bench_latency_cmd(
     from harnessctl.loop.bench import bench_latency, bench_requests, parse_concurrency
     from harnessctl.loop.report import bench_page
 
-    with _errors():
+    with cli_errors(ValueError):
         levels = parse_concurrency(concurrency)
         budget = _duration(latency_budget, "--latency-budget")
         key = None

@@ -50,13 +50,10 @@ def model_fetch(
     The folder (float32 safetensors, the tokenizer with the project's chat template, BASE.json with
     the fingerprint adapters record) goes to $HARNESSCTL_CACHE/bases/NAME, else
     ~/.cache/harnessctl/bases/NAME. Nothing is downloaded from a model hub."""
-    from harnessctl.models.bases import BaseError, fetch_base
+    from harnessctl.models.bases import fetch_base
 
     with cli_errors():
-        try:
-            result = fetch_base(name, force=force, log=None if as_json else lambda m: err.print(f"[dim]{m}[/]"))
-        except BaseError as e:
-            raise CLIError(str(e)) from None
+        result = fetch_base(name, force=force, log=None if as_json else lambda m: err.print(f"[dim]{m}[/]"))
     if as_json:
         print_json(
             {
@@ -86,17 +83,13 @@ def model_merge(
 
     The merged folder's train.json is the adapter's, marked merged; `local:OUT` loads it like any checkpoint."""
     from harnessctl.models.adapters import merge_adapter
-    from harnessctl.models.base import ModelError
 
     with cli_errors():
         if dtype not in ("float32", "bfloat16", "float16"):
             raise CLIError(f"--dtype {dtype}: choose float32, bfloat16 or float16")
         if not adapter.is_dir():
             raise CLIError(f"{adapter}: no such folder; pass an adapter folder written by `harnessctl train`")
-        try:
-            merged = merge_adapter(adapter, out_dir, base=base, dtype=dtype)
-        except ModelError as e:
-            raise CLIError(str(e)) from None
+        merged = merge_adapter(adapter, out_dir, base=base, dtype=dtype)
     size = sum(p.stat().st_size for p in merged.iterdir() if p.is_file())
     if as_json:
         print_json({"adapter": str(adapter), "out": str(merged), "bytes": size})
@@ -183,14 +176,13 @@ def model_ship(
     and the command that reproduces it. Never checkpoints or optimizer state."""
     from harnessctl.experiment.runner import StudyError
     from harnessctl.experiment.ship import ship_arm
-    from harnessctl.models.base import ModelError
 
     with cli_errors():
         if not study.is_dir():
             raise CLIError(f"--study {study}: no such folder; pass the folder of a study, e.g. experiments/full")
         try:
             shipped = ship_arm(study, arm, as_name=as_name, force=force)
-        except (StudyError, ModelError) as e:
+        except StudyError as e:
             raise CLIError(str(e)) from None
     if as_json:
         print_json({"name": shipped.name, "model": shipped.spec, "path": str(shipped.path), **shipped.info})
@@ -267,7 +259,6 @@ def model_probe(
                         "in process; add --greedy to ask a served model"
                     )
         try:
-            from trainer.common import TrainError
             from trainer.data import read_chat_rows
             from trainer.probes import greedy_choice_probe, skill_choice_probe
         except ImportError as e:
@@ -285,10 +276,7 @@ def model_probe(
                     "probabilities: pass a folder, local:PATH or shipped:NAME, or add --greedy to read "
                     "a served model's turns"
                 )
-        try:
-            dataset = read_chat_rows(data, split)
-        except TrainError as e:
-            raise CLIError(str(e)) from None
+        dataset = read_chat_rows(data, split)
         shipped_names, shipped_loader = None, None
         if harness is not None:
             from harnessctl.harness.loader import load_harness
@@ -354,19 +342,16 @@ def model_probe(
 def _probe_backend(model: str, api_base: str | None, api_key_env: str | None) -> Any:
     """The backend --greedy asks; the oracle has no turn to probe (it reads a case's answer key,
     and dataset rows carry none)."""
-    from harnessctl.models.base import ModelError
-    from harnessctl.models.registry import ORACLE, resolve_model
-    from harnessctl.sim.model_strings import ORACLE_BLIND
+    from harnessctl.models.base import reads_answer_key
+    from harnessctl.models.registry import resolve_model
 
-    if model == ORACLE or model.split(":")[0] == ORACLE_BLIND:
+    backend = resolve_model(model, api_base=api_base, api_key_env=api_key_env)
+    if reads_answer_key(backend):
         raise CLIError(
             f"{model}: the probe asks a model; the reference policies read a case's answer key, "
             "which dataset rows do not carry: pass a checkpoint or a served model"
         )
-    try:
-        return resolve_model(model, api_base=api_base, api_key_env=api_key_env)
-    except ModelError as e:
-        raise CLIError(str(e)) from None
+    return backend
 
 
 #: How the greedy report words each outcome that is not the row's own option.

@@ -90,29 +90,25 @@ def phrasings_write(
     only for what is missing. Exit 1 when the model wrote no usable phrasing. Review the file
     before training on it."""
     from harnessctl.augment.phrasing_writer import write_phrasings
-    from harnessctl.models.base import ModelError
-    from harnessctl.models.registry import ORACLE, resolve_model
+    from harnessctl.models.base import reads_answer_key
+    from harnessctl.models.registry import resolve_model
     from harnessctl.progress import progress_bars
-    from harnessctl.sim.model_strings import ORACLE_BLIND
 
-    with cli_errors():
-        if model.strip() in (ORACLE, ORACLE_BLIND) or model.startswith(ORACLE_BLIND + ":"):
-            raise CLIError(f"--model {model}: the oracle answers cases, it cannot write phrasings; name a model")
+    with cli_errors(ValueError):
         wanted = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None
-        try:
-            backend = resolve_model(model, api_base=api_base)
-            with progress_bars("kinds", enabled=not as_json, console=err) as update:
-                report = write_phrasings(
-                    file,
-                    model,
-                    per_kind=per_kind,
-                    kinds=wanted,
-                    backend=backend,
-                    cache_dir=Path(".harnessctl") / "cache" / "phrasings",
-                    on_kind=lambda done, total, _kind: update("kinds", done, total),
-                )
-        except (ValueError, ModelError) as e:
-            raise CLIError(str(e)) from None
+        backend = resolve_model(model, api_base=api_base)
+        if reads_answer_key(backend):  # a reference policy: it answers known cases, not a brief
+            raise CLIError(f"--model {model}: the oracle answers cases, it cannot write phrasings; name a model")
+        with progress_bars("kinds", enabled=not as_json, console=err) as update:
+            report = write_phrasings(
+                file,
+                model,
+                per_kind=per_kind,
+                kinds=wanted,
+                backend=backend,
+                cache_dir=Path(".harnessctl") / "cache" / "phrasings",
+                on_kind=lambda done, total, _kind: update("kinds", done, total),
+            )
         if not report.kept:
             refused = ", ".join(f"{k} {v}" for k, v in sorted(report.refused.items())) or "no lines"
             raise CLIError(f"{model} wrote no usable phrasing ({refused}); nothing written", code=1)

@@ -66,11 +66,11 @@ def run(
 ) -> None:
     """Answer one viewer message live and show every step, the score and the latency."""
     from harnessctl.eval.stats import parse_duration
-    from harnessctl.models.base import GenerationSettings
+    from harnessctl.models.base import GenerationSettings, ModelError
     from harnessctl.models.registry import resolve_model
     from harnessctl.sim.live import live_turn
 
-    with cli_errors():
+    with cli_errors(LookupError, ValueError):  # an unknown product, an empty query
         path = resolve_harness_path(harness)
         spec = choose_model(model)
         try:
@@ -78,17 +78,15 @@ def run(
         except ValueError as e:
             raise CLIError(f"--case-timeout: {e}") from None
         settings = GenerationSettings(temperature=temperature, max_tokens=max_tokens, seed=seed, timeout_s=timeout_s)
-        backend = _call(
-            resolve_model,
-            spec=spec,
-            api_base=api_base,
-            api_key_env=api_key_env,
-            timeout_s=timeout_s,
-            max_retries=retries,
-        )
-        turn = _call(
-            live_turn, query=query, product_id=product, harness_path=path, model=backend, seed=seed, settings=settings
-        )
+        try:
+            backend = resolve_model(
+                spec, api_base=api_base, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=retries
+            )
+            turn = live_turn(
+                query=query, product_id=product, harness_path=path, model=backend, seed=seed, settings=settings
+            )
+        except ModelError as e:
+            raise CLIError(f"model: {e}") from None
     if as_json:
         print_json(turn.to_dict())
     else:
@@ -105,18 +103,6 @@ def _fail_model(error: str, spec: str, api_base: str | None) -> None:
     if "Connection" in error or "Timeout" in error:
         hint = f"; is the server at {api_base} running? (harnessctl serve ...)" if api_base else ""
     fail(_escape(f"model {spec} failed: {error}{hint}"))
-
-
-def _call(fn: Any, **kwargs: Any) -> Any:
-    """Library errors a person can fix become a message and exit code 2."""
-    from harnessctl.models.base import ModelError
-
-    try:
-        return fn(**kwargs)
-    except ModelError as e:
-        raise CLIError(f"model: {e}") from None
-    except (LookupError, ValueError) as e:
-        raise CLIError(str(e).strip("'\"")) from None
 
 
 def _escape(text: str) -> str:
@@ -263,8 +249,10 @@ def serve(
 ) -> None:
     """Serve a model over the OpenAI chat-completions API (vLLM on a GPU, else embedded)."""
     from harnessctl.models import server as srv
+    from harnessctl.models.base import ModelError
+    from harnessctl.models.registry import resolve_model
 
-    with cli_errors():
+    with cli_errors(LookupError, ValueError):
         api_key = _api_key(api_key_env)
         spec = _serve_spec(model) if model else choose_model(None)
         if spec == "oracle":
@@ -281,7 +269,10 @@ def serve(
             err.print(f"[dim]exec: {' '.join(srv.vllm_command(spec, host=host, port=port, served_name=name))}[/]")
             srv.exec_vllm(spec, host=host, port=port, served_name=name, api_key=api_key)
             return
-        backend = _call(_resolve, spec=spec)
+        try:
+            backend = resolve_model(spec)
+        except ModelError as e:
+            raise CLIError(f"model: {e}") from None
         _log_to_stderr()
         try:
             server = srv.EmbeddedServer(backend, host=host, port=port, model_name=name, api_key=api_key)
@@ -314,13 +305,9 @@ def serve(
 
 def _serve_spec(model: str) -> str:
     if model.startswith("shipped:"):
-        from harnessctl.models.base import ModelError
         from harnessctl.models.registry import expand_model_spec
 
-        try:
-            return expand_model_spec(model)
-        except ModelError as e:
-            raise CLIError(str(e)) from None
+        return expand_model_spec(model)
     if model == "oracle" or model.startswith("local:"):
         return model
     path = Path(model).expanduser()
@@ -331,12 +318,6 @@ def _serve_spec(model: str) -> str:
         what = "is not a folder" if path.exists() else "does not exist"
         raise CLIError(f"{model} {what}: serve a model folder (e.g. one made by `harnessctl model init --out PATH`)")
     return model
-
-
-def _resolve(spec: str) -> Any:
-    from harnessctl.models.registry import resolve_model
-
-    return resolve_model(spec)
 
 
 def _api_key(env_name: str | None) -> str | None:

@@ -191,20 +191,14 @@ def rl(
 def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
     with cli_errors():
         try:
-            from trainer.common import TrainError
-            from trainer.config import ConfigError, load_config
+            from trainer.config import load_config, parse_set
             from trainer.required import check_inputs
             from trainer.stages import run_stage
         except ImportError as e:
             raise CLIError(
                 f"the trainer needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
             ) from None
-        overrides: dict[str, Any] = {}
-        for item in sets or []:
-            key, eq, value = item.partition("=")
-            if not eq or not key.strip():
-                raise CLIError(f"--set {item!r}: write FIELD=VALUE, e.g. --set learning_rate=1e-4")
-            overrides[key.strip()] = value
+        overrides: dict[str, Any] = dict(parse_set(item) for item in sets or [])
         if overrides.get("anchor_teacher"):  # a checkpoint like --teacher: local:PATH, shipped:NAME
             overrides["anchor_teacher"] = checkpoint_folder(overrides["anchor_teacher"])
         overrides.update(
@@ -214,12 +208,9 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
                 if v is not None
             }
         )
-        try:
-            cfg = load_config(stage, config, overrides)
-            check_inputs(stage, cfg)  # every missing option in one message, before torch loads
-            result = run_stage(stage, cfg, resume=resume, progress=not as_json)
-        except (ConfigError, TrainError) as e:
-            raise CLIError(str(e)) from None
+        cfg = load_config(stage, config, overrides)
+        check_inputs(stage, cfg)  # every missing option in one message, before torch loads
+        result = run_stage(stage, cfg, resume=resume, progress=not as_json)
     summary = result.to_dict()
     log = summary.pop("log", [])
     if as_json:

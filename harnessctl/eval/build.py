@@ -17,13 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harnessctl.harness.fileio import atomic_write
 from harnessctl.sim.case import Case
 from harnessctl.sim.task import FAULT_KINDS
 
 from . import ifeval as ifeval_mod
 from .perturb import KINDS as PERTURBATIONS
 from .perturb import perturb
-from .store import atomic_write
 from .suites import (
     INDEX,
     SEEDS,

@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harnessctl.models.base import GenerationSettings, ModelError, agenerate, bind_model, cacheable
+from harnessctl.models.base import GenerationSettings, ModelError, agenerate, bind_model, cache_identity, cacheable
 from harnessctl.models.types import ModelResponse, ToolCall
 
 CACHE_SCHEMA = 1
@@ -92,12 +92,16 @@ def folder_fingerprint(folder: str | Path) -> str:
 
 
 def model_identity(backend: Any) -> str:
-    """What the cache key calls a model: its name, plus the fingerprint of its files for an
-    in-process ``local:`` checkpoint (whose name is only a path).
+    """What the cache key calls a model: the identity it declares (:func:`cache_identity`: the
+    harness-blind reference's memorised surface), else its name, plus the fingerprint of its
+    files for an in-process ``local:`` checkpoint (whose name is only a path).
 
     >>> model_identity(type("M", (), {"name": "openai/tiny"})())
     'openai/tiny'
     """
+    declared = cache_identity(backend)
+    if declared:
+        return declared
     name = getattr(backend, "name", type(backend).__name__)
     path = getattr(backend, "path", None)
     if isinstance(name, str) and name.startswith("local:") and path is not None and Path(path).is_dir():

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
+
 from .results import CaseResult
 from .stats import Interval, bootstrap
 
@@ -123,7 +125,7 @@ MIN_PAIRED_FOR_INTERVAL = 2
 MIN_WORSE_FOR_INTERVAL = 4
 
 
-class SuiteVersionError(ValueError):
+class SuiteVersionError(HarnessctlError, ValueError):
     """Two runs were made on different versions of a suite (their cases are not the same)."""
 
 

@@ -23,7 +23,6 @@ False
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -32,6 +31,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harnessctl.harness.fileio import atomic_write
+from harnessctl.sim.jsonl import read_jsonl
 
 SUITE = "ifeval"
 
@@ -107,9 +109,7 @@ def _write_punkt_tab(folder: Path) -> None:
         return
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
-        tmp = folder / f".{name}.{os.getpid()}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, folder / name)
+        atomic_write(folder / name, text)
 
 
 def registry() -> tuple[dict[str, Any], dict[str, set[str]]]:
@@ -275,17 +275,10 @@ def load_official(path: str | Path) -> list[IFEvalCase]:
 
     Raises ``ValueError`` naming the line and field when a line is not an IFEval prompt.
     """
-    cases: list[IFEvalCase] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: not JSON ({e.msg})") from None
-            cases.append(_official_row(row, f"{path}:{lineno}"))
-    return cases
+    return [
+        _official_row(row, f"{path}:{lineno}")
+        for lineno, row in read_jsonl(path, lambda where, e: ValueError(f"{where}: not JSON ({e.msg})"))
+    ]
 
 
 def load_official_from_hub() -> list[IFEvalCase]:

@@ -17,19 +17,21 @@ file can be shared without the run it came from)::
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
+from harnessctl.sim.jsonl import read_jsonl
+
 from .results import CaseResult
 
 LABELS_SCHEMA_VERSION = 1
 
 
-class LabelError(ValueError):
+class LabelError(HarnessctlError, ValueError):
     """A labels file line is not a label; the message names file, line and field."""
 
 
@@ -74,18 +76,12 @@ def read_labels(path: str | Path) -> list[Label]:
     if not p.is_file():
         raise LabelError(f"{p}: no such labels file (make one with `harnessctl judge label RUN --out {p}`)")
     try:
-        lines = io.StringIO(p.read_text(encoding="utf-8"), newline=None)  # lines end at newlines only
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise LabelError(f"{p}: not UTF-8 text (byte {e.start}); a labels file is JSONL, one label per line") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as e:
-            if lineno > 1 and not line.endswith("\n"):
-                break  # a torn last line from an interrupted labelling session
-            raise LabelError(f"{p}:{lineno}: not JSON ({e.msg})") from None
+    # A last line cut short after complete ones is an interrupted labelling session's: left out.
+    rows = read_jsonl(p, lambda where, e: LabelError(f"{where}: not JSON ({e.msg})"), torn_tail="\n" in text)
+    for lineno, d in rows:
         if not isinstance(d, dict):
             raise LabelError(f"{p}:{lineno}: a label is a JSON object")
         for name in ("id", "label"):

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from .charts import bar_chart, histogram
 from .results import CaseResult
 from .summary import model_label, summarize
 
@@ -39,8 +40,6 @@ function filterCases(){var q=document.getElementById('q').value.toLowerCase();
 document.querySelectorAll('#cases tbody tr').forEach(function(tr){tr.style.display=tr.textContent.toLowerCase().indexOf(q)>=0?'':'none';});}
 """
 
-_PALETTE = ("#0969da", "#8250df", "#bf3989", "#1a7f37", "#9a6700", "#cf222e", "#57606a")
-
 
 def _fmt(x: Any, digits: int = 2) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -48,105 +47,6 @@ def _fmt(x: Any, digits: int = 2) -> str:
     if isinstance(x, float):
         return f"{x:.{digits}f}"
     return escape(str(x))
-
-
-def bar_chart(
-    items: Sequence[tuple[str, float]],
-    *,
-    max_value: float = 100.0,
-    unit: str = "",
-    width: int = 520,
-    color: str = "#0969da",
-) -> str:
-    """A horizontal bar chart as an inline SVG string."""
-    if not items:
-        return "<p class=meta>no data</p>"
-    # the label column fits the longest label (about 7 px a character at 12 px): never clipped
-    row, pad = 22, 4
-    label_w = max(180, 12 + 7 * max(len(str(label)) for label, _ in items))
-    width = max(width, label_w + 70 + 200)
-    bar_w = width - label_w - 70
-    h = row * len(items) + pad * 2
-    top = max(max_value, max((v for _, v in items), default=0.0)) or 1.0
-    parts = [f'<svg width="{width}" height="{h}" role="img">']
-    for i, (label, v) in enumerate(items):
-        y = pad + i * row
-        w = max(0.0, bar_w * (v / top))
-        parts.append(
-            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{escape(str(label))}</text>'
-        )
-        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{color}" rx="2"/>')
-        parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 15}" font-size="12">{v:.1f}{escape(unit)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def histogram(
-    values: Sequence[float],
-    *,
-    bins: int = 30,
-    markers: dict[str, float] | None = None,
-    width: int = 520,
-    height: int = 180,
-) -> str:
-    """A histogram as an inline SVG string, with labelled vertical markers (P50, budget...)."""
-    xs = [v for v in values if v is not None and not math.isnan(v)]
-    if not xs:
-        return "<p class=meta>no latencies</p>"
-    markers = {k: v for k, v in (markers or {}).items() if v is not None and not math.isnan(v)}
-    lo = 0.0
-    # The axis follows the data; a budget far beyond it is noted instead of squashing the bars.
-    hi = (max(xs) * 1.05) or 1.0
-    off_chart = {k: v for k, v in markers.items() if v > hi}
-    markers = {k: v for k, v in markers.items() if v <= hi}
-    step = hi / bins
-    counts = [0] * bins
-    for x in xs:
-        counts[min(bins - 1, int(x / step))] += 1
-    # every label on a row of its own above the bars: the off-chart notes first, then one row per
-    # marker, so that no two labels overlap however close their values
-    left, bottom, line = 40, 28, 12
-    top_pad = 6 + line * (len(off_chart) + len(markers))
-    height += top_pad - 14
-    plot_w, plot_h = width - left - 50, height - bottom - top_pad
-    cmax = max(counts) or 1
-    bw = plot_w / bins
-    parts = [f'<svg width="{width}" height="{height}" role="img">']
-    for i, c in enumerate(counts):
-        h = plot_h * c / cmax
-        parts.append(
-            f'<rect x="{left + i * bw:.1f}" y="{top_pad + plot_h - h:.1f}" width="{max(bw - 1, 1):.1f}" height="{h:.1f}" fill="#8250df"/>'
-        )
-    parts.append(
-        f'<line x1="{left}" y1="{top_pad + plot_h}" x2="{left + plot_w}" y2="{top_pad + plot_h}" stroke="#57606a"/>'
-    )
-    for frac in (0, 0.5, 1.0):
-        x = left + plot_w * frac
-        parts.append(
-            f'<text x="{x:.1f}" y="{height - 8}" font-size="11" text-anchor="middle">{lo + (hi - lo) * frac:.2f}s</text>'
-        )
-    parts.append(f'<text x="{left - 4}" y="{top_pad + 8}" font-size="11" text-anchor="end">{cmax}</text>')
-    for i, (name, v) in enumerate(sorted(markers.items(), key=lambda kv: kv[1])):
-        x = left + plot_w * (v - lo) / (hi - lo)
-        color = "#cf222e" if name == "budget" else "#1a7f37"
-        parts.append(
-            f'<line x1="{x:.1f}" y1="{top_pad}" x2="{x:.1f}" y2="{top_pad + plot_h}" stroke="{color}" stroke-dasharray="4 3"/>'
-        )
-        y = 4 + line * (len(off_chart) + i + 1)
-        anchor = "end" if x > left + plot_w * 0.8 else "start"  # near the right edge: written leftwards
-        parts.append(
-            f'<line x1="{x:.1f}" y1="{y + 2}" x2="{x:.1f}" y2="{top_pad}" stroke="{color}" stroke-width="0.5"/>'
-        )
-        parts.append(
-            f'<text x="{x + (-3 if anchor == "end" else 3):.1f}" y="{y}" font-size="11" text-anchor="{anchor}" '
-            f'fill="{color}">{escape(name)} {v:.2f}s</text>'
-        )
-    for i, (name, v) in enumerate(sorted(off_chart.items(), key=lambda kv: kv[1])):
-        parts.append(
-            f'<text x="{left + plot_w}" y="{4 + line * (i + 1)}" font-size="11" text-anchor="end" fill="#cf222e">{escape(name)} {v:.2f}s →</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def _case_detail(r: CaseResult) -> str:

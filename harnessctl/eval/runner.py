@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelError, agenerate, cacheable
-from harnessctl.models.registry import memorised_surface, resolve_model
+from harnessctl.models.registry import memorised_surface, resolve_model, runs_checkpoint
 from harnessctl.runtime.loop import arun_episode
 from harnessctl.runtime.record import EpisodeRecord, ModelStep, Termination
 from harnessctl.sim.scorer import score_episode  # importing the simulator registers oracle and oracle-blind
@@ -64,15 +64,6 @@ TIMEOUT_FACTOR = 4.0
 MIN_CASE_TIMEOUT_S = 60.0
 
 
-def in_process(model: str) -> bool:
-    """Whether a model string runs in this process (its cases share this machine's CPU).
-
-    >>> in_process("shipped:hat"), in_process("local:m"), in_process("openai/gpt-4o-mini"), in_process("oracle")
-    (True, True, False, False)
-    """
-    return model.startswith(("local:", "shipped:"))
-
-
 def default_limit(model: str, limit: int | None, *, all_cases: bool = False) -> tuple[int | None, bool]:
     """``(cases per suite, sampled by default)`` for a ``--limit`` as given: ``0`` or ``all_cases``
     mean every case (``None``); no limit on an in-process model means :data:`IN_PROCESS_LIMIT`.
@@ -84,7 +75,7 @@ def default_limit(model: str, limit: int | None, *, all_cases: bool = False) -> 
     """
     if all_cases or limit == 0:
         return None, False
-    if limit is None and in_process(model):
+    if limit is None and runs_checkpoint(model):
         return IN_PROCESS_LIMIT, True
     return limit, False
 
@@ -535,7 +526,7 @@ def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
     """The model, resolved from ``config.model`` (unless given), wrapped with cache and retries."""
     if backend is None:
         key_unset = config.api_key_env is not None and not os.environ.get(config.api_key_env)
-        if config.api_base and not in_process(config.model) and not key_unset:  # an unset key is said first
+        if config.api_base and not runs_checkpoint(config.model) and not key_unset:  # an unset key is said first
             # a dead endpoint is told now, not after the seconds litellm takes to load
             from harnessctl.models.litellm_backend import check_reachable
 
@@ -662,7 +653,7 @@ async def arun_eval(
     wrapped = make_backend(config, backend)
     if backend is None:  # a backend handed in is the caller's to vouch for
         preflight(config, wrapped)
-    if config.scale_timeout and in_process(config.model):
+    if config.scale_timeout and runs_checkpoint(config.model):
         first = next(iter(v[0] for v in items.values() if v))
         config.preflight_case_s = await time_case(config, wrapped.inner, resolver, first)
         config.case_timeout_s = scaled_timeout(config.preflight_case_s, config.jobs)
@@ -804,7 +795,6 @@ __all__ = [
     "arun_items",
     "aresume_eval",
     "default_limit",
-    "in_process",
     "make_backend",
     "plan",
     "preflight",

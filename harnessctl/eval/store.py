@@ -22,6 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
+from harnessctl.harness.fileio import atomic_write
+from harnessctl.sim.jsonl import read_jsonl
+
 from .results import CaseResult
 
 MANIFEST = "manifest.json"
@@ -60,7 +64,7 @@ RUN_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 REDACTED = "<redacted>"
 
 
-class RunError(Exception):
+class RunError(HarnessctlError):
     """A run folder is missing or damaged; the message says which file and what to do."""
 
 
@@ -246,20 +250,17 @@ class RunStore:
         path = self.root / RECORDS
         if not path.is_file():
             return []
-        data = path.read_bytes()
-        lines = data.split(b"\n")
-        torn_tail = not data.endswith(b"\n")
+
+        def damaged(where: str, e: Exception) -> RunError:
+            return RunError(f"{where}: damaged record ({e}); delete that line and resume the run")
+
         out: list[CaseResult] = []
-        for i, raw in enumerate(lines):
-            if not raw.strip():
-                continue
-            last = i == len(lines) - 1
+        # a write cut short by a kill is left out: the case runs again on resume
+        for lineno, d in read_jsonl(path, damaged, torn_tail=True):
             try:
-                out.append(CaseResult.from_dict(json.loads(raw)))
-            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as e:
-                if last and torn_tail:
-                    break  # a write cut short by a kill: the case runs again on resume
-                raise RunError(f"{path}:{i + 1}: damaged record ({e}); delete that line and resume the run") from None
+                out.append(CaseResult.from_dict(d))
+            except TypeError as e:
+                raise damaged(f"{path}:{lineno}", e) from None
         if every_line:
             return out
         latest: dict[tuple[str, str, int], CaseResult] = {}
@@ -329,23 +330,3 @@ def list_runs(runs_dir: str | Path = "runs") -> list[dict[str, Any]]:
         )
         rows.append(row)
     return rows
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, flushed, then
-    renamed over it (a kill or a full disk never leaves half a file).
-
-    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "x.json"; atomic_write(p, "{}"); p.read_text()
-    '{}'
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

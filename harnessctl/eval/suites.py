@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
+from harnessctl.harness.fileio import atomic_write
 from harnessctl.sim.case import Case
+from harnessctl.sim.jsonl import read_jsonl
 
 from .ifeval import IFEvalCase
 
@@ -55,7 +57,7 @@ SEEDS = {"livestream": 51_001, "variant": 52_001, "robustness": 53_001, "ifeval"
 SIZES = {"livestream": 1200, "variant": 1600, "robustness": 1200, "ifeval": 1000}
 
 
-class SuiteError(ValueError):
+class SuiteError(HarnessctlError, ValueError):
     """A suite file is missing or damaged; the message names file, line and what to do."""
 
 
@@ -152,22 +154,22 @@ def load_suite(name: str, evals_dir: str | Path = "evals") -> list[SuiteItem]:
         raise SuiteError(f"{path}: suite file missing; rebuild the suites with `{rebuild}`")
     items: list[SuiteItem] = []
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                if name == "ifeval":
-                    item = SuiteItem(name, IFEvalCase.from_dict(d))
-                else:
-                    item = SuiteItem(name, case_from_line(d), d.get("harness"))
-            except (json.JSONDecodeError, TypeError, KeyError, ValueError) as e:
-                raise SuiteError(f"{path}:{lineno}: not a {name} case ({e}); rebuild with `{rebuild}`") from None
-            if item.id in seen:
-                raise SuiteError(f"{path}:{lineno}: duplicate case id {item.id!r}")
-            seen.add(item.id)
-            items.append(item)
+
+    def damaged(where: str, e: Exception) -> SuiteError:
+        return SuiteError(f"{where}: not a {name} case ({e}); rebuild with `{rebuild}`")
+
+    for lineno, d in read_jsonl(path, damaged):
+        try:
+            if name == "ifeval":
+                item = SuiteItem(name, IFEvalCase.from_dict(d))
+            else:
+                item = SuiteItem(name, case_from_line(d), d.get("harness"))
+        except (TypeError, KeyError, ValueError) as e:
+            raise damaged(f"{path}:{lineno}", e) from None
+        if item.id in seen:
+            raise SuiteError(f"{path}:{lineno}: duplicate case id {item.id!r}")
+        seen.add(item.id)
+        items.append(item)
     return items
 
 
@@ -220,11 +222,7 @@ def write_suite(name: str, items: Iterable[SuiteItem], evals_dir: str | Path = "
     """Write a suite file atomically; returns its path."""
     path = suite_path(name, evals_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for item in items:
-            f.write(item.to_line() + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, "".join(item.to_line() + "\n" for item in items))
     return path
 
 

@@ -28,8 +28,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
 
-class PlanError(ValueError):
+
+class PlanError(HarnessctlError, ValueError):
     """A plan value is wrong (an unknown field, a bad number): the message names it and what to do."""
 
 
@@ -304,13 +306,18 @@ def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
 def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
     """``plan`` with ``FIELD=VALUE`` (a plan field) and ``STAGE.FIELD=VALUE`` (a trainer config
     field of one stage, checked when the stage's config is built) applied, in order."""
+    from typing import get_type_hints
+
+    from trainer.config import ConfigError, parse_set
+
     values = plan.to_dict()
-    hints = {f.name: f.type for f in dataclasses.fields(StudyPlan)}
+    types = get_type_hints(StudyPlan)
+    hints = {f.name: types[f.name] for f in dataclasses.fields(StudyPlan)}
     for item in items:
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise PlanError(f"--set {item!r}: write FIELD=VALUE or STAGE.FIELD=VALUE, e.g. --set sft.max_steps=20")
+        try:
+            key, value = parse_set(item, form="FIELD=VALUE or STAGE.FIELD=VALUE", example="sft.max_steps=20")
+        except ConfigError as e:
+            raise PlanError(str(e)) from None
         if "." in key:
             stage, _, name = key.partition(".")
             if stage not in STAGES or not name:
@@ -328,25 +335,20 @@ def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
 
 
 def _coerce(name: str, value: str, hint: Any) -> Any:
-    hint = str(hint)
-    if hint == "bool":
-        text = value.strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-        raise PlanError(f"--set {name}: expected true or false, got {value!r}")
-    if hint == "int":
+    """A plan field's value from its ``--set`` text, as the trainer converts its fields
+    (:func:`trainer.config.coerce`), except that a whole-number field takes only a whole number
+    as written."""
+    from trainer.config import ConfigError, coerce
+
+    if hint is int:
         try:
             return int(value)
         except ValueError:
             raise PlanError(f"--set {name}: expected a whole number, got {value!r}") from None
-    if hint == "float":
-        try:
-            return float(value)
-        except ValueError:
-            raise PlanError(f"--set {name}: expected a number, got {value!r}") from None
-    return value
+    try:
+        return coerce(name, value, hint)
+    except ConfigError as e:
+        raise PlanError(f"--set {e}") from None
 
 
 def plan_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -10,9 +10,10 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from html import escape
 from typing import Any
+
+from harnessctl.eval.charts import grouped_bars, line_chart
 
 from .plan import SUITES
 from .results import PAPER, copy_probe_line, hardware_line, ifeval_sample
@@ -24,112 +25,10 @@ table{border-collapse:collapse;margin:8px 0}th,td{border-bottom:1px solid #eaeef
 th:first-child,td:first-child{text-align:left}th{background:#f6f8fa}.met{color:#1a7f37}.missed{color:#cf222e}.na{color:#57606a}
 .meta{color:#57606a}.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 """
-_PALETTE = ("#0969da", "#8250df", "#bf3989", "#1a7f37", "#9a6700", "#cf222e", "#57606a", "#1b7c83")
 
 
 def _n(x: Any, digits: int = 1) -> str:
     return "—" if not isinstance(x, (int, float)) else f"{x:.{digits}f}"
-
-
-def _legend(names: Sequence[str]) -> str:
-    items = "".join(
-        f'<span><i style="background:{_PALETTE[i % len(_PALETTE)]}"></i>{escape(n)}</span>' for i, n in enumerate(names)
-    )
-    return f'<p class="legend">{items}</p>'
-
-
-def grouped_bars(
-    groups: Sequence[str],
-    series: dict[str, Sequence[float | None]],
-    *,
-    top: float = 100.0,
-    width: int = 960,
-    height: int = 240,
-    unit: str = "",
-    intervals: dict[str, Sequence[Sequence[float] | None]] | None = None,
-) -> str:
-    """Vertical bars: one group per label, one bar per series (None: no bar), as inline SVG;
-    ``intervals`` (per series, per group: ``[low, high]`` or None) draws a whisker on a bar.
-
-    >>> svg = grouped_bars(["livestream"], {"HAT": [40.0]}, intervals={"HAT": [[30.0, 50.0]]})
-    >>> svg.count("<rect"), svg.count('class="whisker"')
-    (1, 1)
-    """
-    if not groups or not series:
-        return "<p class=meta>no data</p>"
-    left, bottom, pad = 40, 46, 12
-    plot_w, plot_h = width - left - pad, height - bottom - pad
-    top = max([top] + [v for vs in series.values() for v in vs if isinstance(v, (int, float))]) or 1.0
-    gw = plot_w / len(groups)
-    bw = max(2.0, (gw - 8) / len(series))
-    parts = [f'<svg width="{width}" height="{height}" role="img">']
-    for frac in (0.0, 0.5, 1.0):
-        y = pad + plot_h * (1 - frac)
-        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eaeef2"/>')
-        parts.append(
-            f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{top * frac:.0f}{escape(unit)}</text>'
-        )
-    for gi, g in enumerate(groups):
-        x0 = left + gi * gw + 4
-        for si, (name, values) in enumerate(series.items()):
-            v = values[gi] if gi < len(values) else None
-            if not isinstance(v, (int, float)):
-                continue
-            h = plot_h * max(0.0, v) / top
-            x = x0 + si * bw
-            ivs = (intervals or {}).get(name) or []
-            iv = ivs[gi] if gi < len(ivs) else None
-            shown = f"{v:.1f}" + (f" (95 % {iv[0]:.1f}–{iv[1]:.1f})" if iv else "")
-            parts.append(
-                f'<rect x="{x:.1f}" y="{pad + plot_h - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
-                f'fill="{_PALETTE[si % len(_PALETTE)]}"><title>{escape(name)} · {escape(g)}: {shown}</title></rect>'
-            )
-            if iv:
-                mid, lo, hi = x + (bw - 1) / 2, pad + plot_h * (1 - iv[0] / top), pad + plot_h * (1 - iv[1] / top)
-                parts.append(
-                    f'<path class="whisker" d="M{mid:.1f},{lo:.1f}V{hi:.1f}M{mid - 2:.1f},{lo:.1f}h4M{mid - 2:.1f},{hi:.1f}h4" '
-                    'stroke="#1f2328" stroke-width="1" fill="none"/>'
-                )
-        parts.append(
-            f'<text x="{x0 + (gw - 8) / 2:.1f}" y="{height - bottom + 16}" font-size="11" text-anchor="middle">{escape(g)[:22]}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts) + _legend(list(series))
-
-
-def line_chart(
-    series: dict[str, Sequence[tuple[float, float]]], *, width: int = 460, height: int = 200, label: str = ""
-) -> str:
-    """Lines of (x, y) points (a learning curve per arm) as inline SVG."""
-    points = [p for ps in series.values() for p in ps]
-    if not points:
-        return "<p class=meta>no log</p>"
-    left, bottom, pad = 48, 28, 12
-    plot_w, plot_h = width - left - pad, height - bottom - pad
-    x_lo, x_hi = min(p[0] for p in points), max(p[0] for p in points)
-    y_lo, y_hi = min(p[1] for p in points), max(p[1] for p in points)
-    x_hi, y_hi = (x_hi if x_hi > x_lo else x_lo + 1), (y_hi if y_hi > y_lo else y_lo + 1)
-
-    def xy(p: tuple[float, float]) -> str:
-        return f"{left + plot_w * (p[0] - x_lo) / (x_hi - x_lo):.1f},{pad + plot_h * (1 - (p[1] - y_lo) / (y_hi - y_lo)):.1f}"
-
-    parts = [f'<svg width="{width}" height="{height}" role="img">']
-    parts.append(f'<text x="{left - 4}" y="{pad + 8}" font-size="11" text-anchor="end">{y_hi:.3g}</text>')
-    parts.append(f'<text x="{left - 4}" y="{pad + plot_h}" font-size="11" text-anchor="end">{y_lo:.3g}</text>')
-    parts.append(f'<text x="{left}" y="{height - 8}" font-size="11">step {x_lo:.0f}</text>')
-    parts.append(
-        f'<text x="{left + plot_w}" y="{height - 8}" font-size="11" text-anchor="end">{x_hi:.0f} · {escape(label)}</text>'
-    )
-    for i, (name, ps) in enumerate(series.items()):
-        if not ps:
-            continue
-        color = _PALETTE[i % len(_PALETTE)]
-        parts.append(
-            f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(xy(p) for p in ps)}">'
-            f"<title>{escape(name)}</title></polyline>"
-        )
-    parts.append("</svg>")
-    return "".join(parts) + _legend([n for n, ps in series.items() if ps])
 
 
 def _table(results: dict[str, Any]) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harnessctl.errors import HarnessctlError
+
 
 @dataclass(frozen=True)
 class Issue:
@@ -30,7 +32,7 @@ class Issue:
         return text
 
 
-class HarnessError(Exception):
+class HarnessError(HarnessctlError):
     """A harness could not be loaded or is invalid. ``issues`` lists every problem found."""
 
     def __init__(self, issues: list[Issue] | Issue | str):

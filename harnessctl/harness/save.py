@@ -47,6 +47,7 @@ from ruamel.yaml.scalarstring import (
 )
 
 from .errors import HarnessError, Issue
+from .fileio import atomic_write
 from .loader import (
     HARNESS_FILE,
     HOOKS_FILE,
@@ -561,7 +562,7 @@ def _update_folder(target: Path, texts: dict[str, str | bytes]) -> None:
             _make_real_folders(target, dest.parent)  # a skill's own folder: skills/<key>/references/
         if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == data:
             continue
-        _replace_file(dest, data)
+        atomic_write(dest, data)
     for sub in (SKILLS_DIR, TOOLS_DIR):
         folder = target / sub
         for p in sorted(folder.iterdir()) if folder.is_dir() else []:
@@ -580,16 +581,3 @@ def _make_real_folders(target: Path, folder: Path) -> None:
                 Issue(str(current.relative_to(target)), "is a symbolic link", hint="replace it with a real folder")
             )
         current.mkdir(exist_ok=True)
-
-
-def _replace_file(dest: Path, data: bytes) -> None:
-    mode = dest.stat().st_mode & 0o777 if dest.is_file() and not dest.is_symlink() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, dest)  # a reader sees the old file or the new one, never half of one
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from .diff import diff_harnesses
 from .errors import HarnessError, Issue
+from .fileio import atomic_write
 from .loader import HARNESS_FILE, load_harness
 from .model import Harness
 from .yamlio import MAX_FILE_BYTES, dump_yaml, read_yaml_file
@@ -565,7 +566,7 @@ class HarnessStore:
             keys = list(doc.keys())
             doc.insert(keys.index("name") + 1 if "name" in keys else 0, "version", version)
         try:
-            _atomic_write(target, dump_yaml(doc).encode("utf-8"))
+            atomic_write(target, dump_yaml(doc).encode("utf-8"))
             self._versions = None  # the history is about to change
             self.repo.git.commit("-m", subject, "--only", "--", self._pathspec(self._path(HARNESS_FILE)))
             self.repo.create_tag(tag_name, ref=self.repo.head.commit.hexsha, message=subject)
@@ -594,7 +595,7 @@ class HarnessStore:
                 self.repo.git.reset("-q", head_before, "--", self._pathspec(self._path(HARNESS_FILE)))
         except git.GitCommandError:
             pass
-        _atomic_write(target, original)
+        atomic_write(target, original)
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -699,18 +700,3 @@ def _counts(h: Harness) -> str:
         f"{len(h.skills)} skills, {len(h.tools)} tools, {len(h.prompt.blocks)} prompt blocks, "
         f"{len(h.prompt.constraints)} constraints"
     )
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` in one step, keeping its permissions (no half-written harness file)."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
 from harnessctl.harness.diff import HarnessDiff, diff_harnesses
 from harnessctl.harness.errors import HarnessError
 from harnessctl.harness.model import Harness
@@ -53,7 +54,7 @@ SETTABLE = {
 MOVABLE = ("rule", "prompt_block")
 
 
-class EditError(ValueError):
+class EditError(HarnessctlError, ValueError):
     """An operation that does not apply to the harness (unknown key, field or position)."""
 
 

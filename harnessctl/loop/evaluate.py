@@ -22,7 +22,6 @@ leaves them out.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from harnessctl.eval.runner import (
     arun_items,
     build_manifest,
 )
-from harnessctl.eval.store import RunStore, atomic_write
+from harnessctl.eval.store import RunStore
 from harnessctl.eval.suites import (
     AGENT_SUITES,
     SUITES,
@@ -46,6 +45,8 @@ from harnessctl.eval.suites import (
     sample,
 )
 from harnessctl.eval.summary import summarize
+from harnessctl.harness.fileio import atomic_write
+from harnessctl.sim.jsonl import read_jsonl
 
 Progress = Callable[[str, int, int], None]
 RUN_CASES_DIR = "cases"
@@ -98,16 +99,16 @@ def read_items(path: str | Path, suite: str) -> list[SuiteItem]:
 
     >>> read_items("runs/r1/cases/evolution.jsonl", "evolution")[0].suite   # doctest: +SKIP
     """
+
+    def damaged(where: str, e: Exception) -> ValueError:
+        return ValueError(f"{where}: not a case ({e})")
+
     items: list[SuiteItem] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                items.append(SuiteItem(suite, case_from_line(d), d.get("harness")))
-            except (json.JSONDecodeError, TypeError, KeyError, ValueError) as e:
-                raise ValueError(f"{path}:{lineno}: not a case ({e})") from None
+    for lineno, d in read_jsonl(path, damaged):
+        try:
+            items.append(SuiteItem(suite, case_from_line(d), d.get("harness")))
+        except (TypeError, KeyError, ValueError) as e:
+            raise damaged(f"{path}:{lineno}", e) from None
     return items
 
 

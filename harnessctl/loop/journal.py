@@ -23,12 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
+from harnessctl.sim.jsonl import read_jsonl
+
 JOURNAL = "journal.jsonl"
 #: Written on every line; bumped when a step's payload changes shape.
 JOURNAL_SCHEMA_VERSION = 1
 
 
-class LoopInterrupted(Exception):
+class LoopInterrupted(HarnessctlError):
     """Raised by a journal told to stop after a number of steps (to test and demonstrate resume)."""
 
 
@@ -57,17 +60,11 @@ class Journal:
     def _read(self) -> list[dict[str, Any]]:
         if not self.path.is_file():
             return []
-        out = []
-        for lineno, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise ValueError(
-                    f"{self.path}:{lineno}: damaged journal line ({e.msg}); delete it to run that step again"
-                ) from None
-        return out
+
+        def damaged(where: str, e: json.JSONDecodeError) -> ValueError:
+            return ValueError(f"{where}: damaged journal line ({e.msg}); delete it to run that step again")
+
+        return [entry for _, entry in read_jsonl(self.path, damaged)]
 
     def done(self, step: str) -> dict[str, Any] | None:
         """The payload of a finished step, or None."""

@@ -16,7 +16,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harnessctl.eval.report import REPORT_CSS, bar_chart, render_report
+from harnessctl.eval.charts import bar_chart
+from harnessctl.eval.report import REPORT_CSS, render_report
 
 from .bench import LatencyBench
 from .diagnose import Diagnosis

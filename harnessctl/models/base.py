@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from harnessctl.errors import HarnessctlError
 from harnessctl.models.types import ModelResponse
 
 
@@ -35,7 +36,7 @@ class GenerationSettings:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class ModelError(Exception):
+class ModelError(HarnessctlError):
     """The backend could not produce a response (after its own retries)."""
 
 
@@ -45,7 +46,8 @@ class ModelBackend(Protocol):
     the harness it answers under.
 
     A backend declares its capabilities as attributes; one that declares nothing (any object of
-    this shape) has the defaults below, read through :func:`reads_answer_key` and :func:`cacheable`."""
+    this shape) has the defaults below, read through :func:`reads_answer_key`, :func:`cacheable`
+    and :func:`cache_identity`."""
 
     name: str
     #: The runtime hands it the full case, answer key included (the oracle and wrappers around
@@ -54,6 +56,9 @@ class ModelBackend(Protocol):
     #: The eval call cache may keep its replies; a reference policy that is cheaper to run than to
     #: look up (the oracle) declares ``False``.
     cacheable: bool = True
+    #: What the eval call cache calls its replies when its name alone does not say what decides
+    #: them (the harness-blind reference: the surface it memorised); None: its name.
+    cache_identity: str | None = None
 
     def generate(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], settings: GenerationSettings
@@ -131,3 +136,12 @@ def bind_model(model: Any, case: Any, harness: Any) -> Any:
     if bind is None:
         return model
     return bind(case if reads_answer_key(model) else viewer_view(case), harness)
+
+
+def cache_identity(model: Any) -> str | None:
+    """What ``model`` declares as :attr:`ModelBackend.cache_identity` (None when it declares nothing).
+
+    >>> cache_identity(object()) is None
+    True
+    """
+    return getattr(model, "cache_identity", ModelBackend.cache_identity)

@@ -71,7 +71,9 @@ class ModelKind:
 
     ``bare``: the name alone is a model string (``oracle``); ``separators``: what may follow the
     name (``:`` for ``local:<path>``, ``@`` for a revision). ``memorised``: the surface a
-    harness-blind model string memorised (see :func:`memorised_surface`)."""
+    harness-blind model string memorised (see :func:`memorised_surface`). ``checkpoint``: the
+    string names a transformers checkpoint run in this process, whose every case costs this
+    machine's CPU seconds (``local:``, ``shipped:``; see :func:`runs_checkpoint`)."""
 
     name: str
     factory: Callable[[str], ModelBackend]
@@ -79,6 +81,7 @@ class ModelKind:
     bare: bool = True
     separators: tuple[str, ...] = ()
     memorised: Callable[[str], dict[str, Any] | None] | None = None
+    checkpoint: bool = False
 
     def matches(self, spec: str) -> bool:
         return (self.bare and spec == self.name) or any(spec.startswith(self.name + s) for s in self.separators)
@@ -96,10 +99,12 @@ def register_model(
     bare: bool = True,
     separators: tuple[str, ...] = (),
     memorised: Callable[[str], dict[str, Any] | None] | None = None,
+    checkpoint: bool = False,
 ) -> ModelKind:
     """Register (or replace) the kind of model string ``name``: ``factory(spec)`` builds the
-    backend for a string of that kind; ``label`` names it in errors (default: ``name``)."""
-    kind = ModelKind(name, factory, label or name, bare, tuple(separators), memorised)
+    backend for a string of that kind; ``label`` names it in errors (default: ``name``); the
+    other fields are :class:`ModelKind`'s."""
+    kind = ModelKind(name, factory, label or name, bare, tuple(separators), memorised, checkpoint)
     _KINDS[name] = kind
     return kind
 
@@ -159,6 +164,17 @@ def resolve_model(
     )
 
 
+def runs_checkpoint(spec: str) -> bool:
+    """Whether a model string names a checkpoint run in this process (its kind declares
+    ``checkpoint``): its cases share this machine's CPU.
+
+    >>> runs_checkpoint("shipped:hat"), runs_checkpoint("local:m"), runs_checkpoint("openai/x"), runs_checkpoint("oracle")
+    (True, True, False, False)
+    """
+    kind = model_kind(spec)
+    return kind is not None and kind.checkpoint
+
+
 def memorised_surface(spec: str) -> dict[str, Any] | None:
     """Which surface a harness-blind model string memorised: ``{harness, path, rev, label,
     commit, version}`` (``commit`` None for a folder), from its kind; None for any other model.
@@ -201,8 +217,8 @@ def _llamacpp(spec: str) -> ModelBackend:
     return backend
 
 
-register_model("shipped", _shipped, label="shipped:<name>", bare=False, separators=(":",))
-register_model("local", _local, label="local:<path>", bare=False, separators=(":",))
+register_model("shipped", _shipped, label="shipped:<name>", bare=False, separators=(":",), checkpoint=True)
+register_model("local", _local, label="local:<path>", bare=False, separators=(":",), checkpoint=True)
 register_model("llamacpp", _llamacpp, label="llamacpp:<path>", bare=False, separators=(":",))
 
 

@@ -46,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
 from harnessctl.models.base import GenerationSettings, ModelBackend, ModelError
 from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
@@ -58,7 +59,7 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 VLLM_TOOL_CALL_PARSER = "hermes"
 
 
-class RequestError(Exception):
+class RequestError(HarnessctlError):
     """A request the server refuses: HTTP ``status`` and a message that says what to fix."""
 
     def __init__(self, status: int, message: str, param: str | None = None, code: str = "invalid_request_error"):

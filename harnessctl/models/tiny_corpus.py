@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
 from harnessctl.harness import Harness, render_harness, render_skill
 from harnessctl.models.registry import load_entry_points
 from harnessctl.models.syllables import pronounceable_name
@@ -39,7 +40,7 @@ CorpusSource = Callable[..., Iterator[Conversation]]
 _SOURCES: dict[str, CorpusSource] = {}
 
 
-class CorpusUnavailable(Exception):
+class CorpusUnavailable(HarnessctlError):
     """A corpus source cannot make conversations for this harness (e.g. the oracle, for a
     harness whose tools have no simulator backend)."""
 

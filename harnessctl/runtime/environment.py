@@ -20,8 +20,10 @@ import concurrent.futures
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from harnessctl.errors import HarnessctlError
 
-class ToolError(Exception):
+
+class ToolError(HarnessctlError):
     """The backend failed (a bad id, an upstream error). The message is shown to the model."""
 
     kind = "tool_error"

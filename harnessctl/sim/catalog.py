@@ -24,6 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError
+
 CATALOG_SCHEMA_VERSION = 1
 CATEGORIES = ("beauty", "food", "apparel", "electronics", "home")
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -33,7 +35,7 @@ SIM_NOW = "2025-06-14T19:00"
 GENERATOR_SEED = 7
 
 
-class CatalogError(ValueError):
+class CatalogError(HarnessctlError, ValueError):
     """A catalog file that cannot be used; the message names the file, row and field."""
 
 

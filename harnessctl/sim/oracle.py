@@ -99,7 +99,7 @@ class OracleBlindModel(OracleModel):
     """
 
     name = "oracle-blind"
-    #: Its replies are kept in the eval cache, under its name.
+    #: Its replies are kept in the eval cache, under the surface it memorised (:attr:`cache_identity`).
     cacheable = True
 
     def __init__(self, reference: Harness, *, think: bool = False, memorised: dict[str, Any] | None = None) -> None:
@@ -107,6 +107,21 @@ class OracleBlindModel(OracleModel):
         self.reference = reference
         #: Which surface it memorised (``{harness, path, rev, label, commit, version}``), for records.
         self.memorised = memorised or {"harness": reference.name, "label": reference.name}
+
+    @property
+    def cache_identity(self) -> str:
+        """Its full model string, folder and revision, and the commit the revision named when it
+        was resolved: references that memorised different surfaces (``oracle-blind@v1`` and
+        ``@v3``, or a tag moved since) never share cached replies.
+
+        >>> from harnessctl.harness import load_harness
+        >>> blind = OracleBlindModel(load_harness("harnesses/livecommerce"), memorised={"path": "h", "rev": "v1", "commit": "e8142c4"})
+        >>> blind.cache_identity
+        'oracle-blind:h@v1#e8142c4'
+        """
+        m = self.memorised
+        spec = f"{self.name}:{m.get('path') or m.get('harness')}" + (f"@{m['rev']}" if m.get("rev") else "")
+        return spec + (f"#{m['commit']}" if m.get("commit") else "")
 
     def for_episode(self, case: Any, harness: Any) -> OraclePolicy:
         return _BlindPolicy(case, self.reference, think=self.think)

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from harnessctl.sim.case import Case, CaseContext
 from harnessctl.sim.catalog import Catalog, load_catalog
 from harnessctl.sim.expectations import expectation_for
 from harnessctl.sim.intents import ORDER_RE, PROMO_WORDS, classify_intent
+from harnessctl.sim.jsonl import read_jsonl
 
 _DAMAGE_WORDS = ("broken", "damaged", "missing", "leaking", "never came", "never arrived", "cracked")
 
@@ -128,13 +128,7 @@ def import_query_log(
         with path.open(newline="", encoding="utf-8") as f:
             rows = [(i, dict(r)) for i, r in enumerate(csv.DictReader(f), start=2)]
     else:
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{i}: not valid JSON ({e.msg})") from None
+        for i, obj in read_jsonl(path):
             if not isinstance(obj, dict):
                 raise ValueError(f"{path}:{i}: expected a JSON object per line")  # noqa: TRY004 - bad input, exit 2
             rows.append((i, obj))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from harnessctl.eval.report import bar_chart, histogram
+from harnessctl.eval.charts import bar_chart, histogram
 
 
 def test_latency_labels_each_get_a_row_of_their_own():

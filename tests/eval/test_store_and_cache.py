@@ -140,6 +140,30 @@ def test_the_oracle_is_never_cached():
     assert EvalBackend(OracleModel(), cache=CallCache(":memory:")).cache is None
 
 
+def test_the_harness_blind_reference_is_cached_under_the_surface_it_memorised(livecommerce, livecommerce_path):
+    from harnessctl.models.registry import resolve_model
+    from harnessctl.sim.oracle import OracleBlindModel
+
+    def blind(rev: str | None, commit: str | None) -> OracleBlindModel:
+        surface = {"harness": "livecommerce", "path": "harnesses/livecommerce", "rev": rev, "commit": commit}
+        return OracleBlindModel(livecommerce, memorised=surface)
+
+    cache = CallCache(":memory:")
+    v1, v3 = (EvalBackend(blind(rev, commit), cache=cache) for rev, commit in (("v1", "a" * 40), ("v3", "b" * 40)))
+    assert v1.identity == f"oracle-blind:harnesses/livecommerce@v1#{'a' * 40}"
+    assert v3.identity == f"oracle-blind:harnesses/livecommerce@v3#{'b' * 40}"
+    settings = GenerationSettings()
+    cache.put(v1._key(MSG, [], settings), ModelResponse(content="as v1 names it"))
+    assert cache.get(v3._key(MSG, [], settings)) is None  # v3's reply is not v1's
+    again = EvalBackend(blind("v1", "a" * 40), cache=cache)
+    assert cache.get(again._key(MSG, [], settings)).content == "as v1 names it"
+    moved = EvalBackend(blind("v1", "c" * 40), cache=cache)  # the tag v1 moved to another commit
+    assert cache.get(moved._key(MSG, [], settings)) is None
+    # a folder, from its model string: the folder names it
+    folder = EvalBackend(resolve_model(f"oracle-blind:{livecommerce_path}"), cache=cache)
+    assert folder.identity == f"oracle-blind:{livecommerce_path}" and folder.name == "oracle-blind"
+
+
 # -- settings survive, secrets do not --------------------------------------------------------------
 
 
