@@ -255,6 +255,19 @@ def option_logprobs(model: Any, tokenizer: Any, item: ChoiceItem) -> dict[str, f
     return scores
 
 
+def load_probe_model(folder: str) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of a checkpoint folder, or of a LoRA adapter merged onto its base."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from harnessctl.models._quiet import quiet_transformers
+    from harnessctl.models.adapters import is_adapter, load_adapter_model
+
+    if is_adapter(folder):
+        return load_adapter_model(folder, dtype="float32", merge=True)
+    with quiet_transformers():
+        return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
 def probe_items(rows: list[dict[str, Any]] | None, *, n: int, seed: int) -> tuple[list[ChoiceItem], int, int]:
     """The first ``n`` decisions of the rows shuffled by ``seed`` (both readings of the probe take
     the same ones), how many rows make none, and how many rows there were."""
@@ -288,13 +301,7 @@ def skill_choice_probe(
     {'rows': 100, 'correct': 96, 'share': 0.96, 'chance': 0.091, 'dataset_rows': 5397, 'without_choice': 1611, ...}
     """
     if isinstance(model, str):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from harnessctl.models._quiet import quiet_transformers
-
-        with quiet_transformers():
-            tokenizer = AutoTokenizer.from_pretrained(model)
-            model = AutoModelForCausalLM.from_pretrained(model)
+        model, tokenizer = load_probe_model(model)
     model.eval()
     items, skipped, dataset_rows = probe_items(rows, n=n, seed=seed)
     hits, confusions = [], Counter()

@@ -270,9 +270,9 @@ def model_probe(
             backend = _probe_backend(model, api_base, api_key_env)
         else:
             folder = checkpoint_folder(model)
-            if not (Path(folder) / "config.json").is_file():
+            if not any((Path(folder) / name).is_file() for name in ("config.json", "adapter_config.json")):
                 raise CLIError(
-                    f"{model}: not a checkpoint folder (no config.json); the probe reads a checkpoint's "
+                    f"{model}: not a checkpoint folder (no config.json or adapter_config.json); the probe reads a checkpoint's "
                     "probabilities: pass a folder, local:PATH or shipped:NAME, or add --greedy to read "
                     "a served model's turns"
                 )
@@ -345,6 +345,8 @@ def _probe_backend(model: str, api_base: str | None, api_key_env: str | None) ->
     from harnessctl.models.base import reads_answer_key
     from harnessctl.models.registry import resolve_model
 
+    if Path(model).expanduser().is_dir():  # a checkpoint folder, as without --greedy
+        model = f"local:{model}"
     backend = resolve_model(model, api_base=api_base, api_key_env=api_key_env)
     if reads_answer_key(backend):
         raise CLIError(

@@ -330,3 +330,20 @@ def test_greedy_from_the_command_line_in_process_and_served_read_the_same_turns(
         res = runner.invoke(app, ["model", "probe", *args, "--data", str(fixed_rows_dir)])
         assert res.exit_code == 2, (args, res.output)
         assert message in res.stderr and "Traceback" not in res.output
+
+
+def test_an_adapter_folder_is_probed_on_its_base_with_and_without_greedy(fixed_rows_dir, small_base, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from harnessctl.models.adapters import base_entry, save_adapter
+
+    adapter = tmp_path / "adapter"
+    save_adapter(get_peft_model(AutoModelForCausalLM.from_pretrained(small_base), LoraConfig(r=2)), adapter)
+    (adapter / "train.json").write_text(json.dumps({"stage": "sft", "base": base_entry(str(small_base), small_base)}))
+    for extra in ([], ["--greedy", "--max-tokens", "4"]):
+        res = runner.invoke(
+            app, ["model", "probe", str(adapter), "--data", str(fixed_rows_dir), "--rows", "2", "--json", *extra]
+        )
+        assert res.exit_code == 0, (extra, res.output)
+        assert json.loads(res.stdout)["rows"] == 2
