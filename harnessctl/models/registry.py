@@ -72,8 +72,8 @@ class ModelKind:
     ``bare``: the name alone is a model string (``oracle``); ``separators``: what may follow the
     name (``:`` for ``local:<path>``, ``@`` for a revision). ``memorised``: the surface a
     harness-blind model string memorised (see :func:`memorised_surface`). ``checkpoint``: the
-    string names a transformers checkpoint run in this process, whose every case costs this
-    machine's CPU seconds (``local:``, ``shipped:``; see :func:`runs_checkpoint`)."""
+    string names a checkpoint run in this process (transformers or llama.cpp), whose every case costs this
+    machine's CPU seconds (``local:``, ``shipped:``, ``llamacpp:``; see :func:`runs_checkpoint`)."""
 
     name: str
     factory: Callable[[str], ModelBackend]
@@ -219,7 +219,7 @@ def _llamacpp(spec: str) -> ModelBackend:
 
 register_model("shipped", _shipped, label="shipped:<name>", bare=False, separators=(":",), checkpoint=True)
 register_model("local", _local, label="local:<path>", bare=False, separators=(":",), checkpoint=True)
-register_model("llamacpp", _llamacpp, label="llamacpp:<path>", bare=False, separators=(":",))
+register_model("llamacpp", _llamacpp, label="llamacpp:<path>", bare=False, separators=(":",), checkpoint=True)
 
 
 def shipped_names(data_root: Path | None = None) -> list[str]:
