@@ -35,12 +35,60 @@ def livecommerce():
 
 # -- the tiny model (models room) ---------------------------------------------------------------
 
-#: Sources whose change makes the cached tiny model stale (builder, corpus, simulator, harness).
+#: What ``build_tiny_model(target, load_harness(LIVECOMMERCE, validate=False))`` reads, and only
+#: that, so that an edit anywhere else keeps the cached model: the builder with its chat template,
+#: tokenizer trainer and name syllables; the oracle corpus its tokenizer is trained on (the
+#: simulator's generated cases, catalog, backends with their faults and the oracle, run through the
+#: episode loop, whose records and tool-error messages are the corpus text); the harness loader and
+#: renderer; the shipped harness. Found by tracing one build: every file in which it runs a function
+#: or opens a file, plus the modules whose constants and record types it uses (the template's
+#: tokens, ``types``, ``record``, ``harnessctl/errors.py`` as the base of the tool errors it quotes).
+#: Left out: the package ``__init__`` files and what they import without the build calling it (the
+#: scorer, the phrasings, the harness's diff, save and validation, ...). A module the build starts
+#: to use must be added here, or its edits will not rebuild the model.
 _TINY_MODEL_INPUTS = (
-    "harnessctl/models",
-    "harnessctl/sim",
-    "harnessctl/runtime",
-    "harnessctl/harness",
+    *(
+        f"harnessctl/models/{name}.py"
+        for name in (
+            "tiny",
+            "tiny_corpus",
+            "tiny_template",
+            "tiny_tokenizer",
+            "syllables",
+            "_quiet",
+            "registry",
+            "base",
+            "types",
+            "toolcall_text",
+        )
+    ),
+    *(
+        f"harnessctl/sim/{name}.py"
+        for name in (
+            "corpus",
+            "generate",
+            "templates",
+            "task",
+            "intents",
+            "expectations",
+            "facts",
+            "meaning",
+            "wording",
+            "case",
+            "catalog",
+            "world",
+            "backends",
+            "compose",
+            "oracle",
+        )
+    ),
+    "harnessctl/sim/data/catalog.json",
+    *(
+        f"harnessctl/runtime/{name}.py"
+        for name in ("loop", "environment", "guards", "messages", "record", "text", "validation")
+    ),
+    *(f"harnessctl/harness/{name}.py" for name in ("loader", "yamlio", "model", "render", "backends")),
+    "harnessctl/errors.py",
     "harnesses/livecommerce",
 )
 
@@ -50,7 +98,8 @@ def _tiny_model_key() -> str:
 
     digest = hashlib.sha256()
     for rel in _TINY_MODEL_INPUTS:
-        for path in sorted((REPO_ROOT / rel).rglob("*")):
+        root = REPO_ROOT / rel
+        for path in [root] if root.is_file() else sorted(root.rglob("*")):
             if path.is_file() and path.suffix in (".py", ".yaml", ".yml", ".json", ".jsonl", ".csv"):
                 digest.update(str(path.relative_to(REPO_ROOT)).encode())
                 digest.update(path.read_bytes())
