@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo tour loop-demo edit-check test lint study-quick bench clean
+.PHONY: demo tour loop-demo edit-check test test-slow test-all lint study-quick bench clean
 
 # [llamacpp] builds llama-cpp-python from source the first time (~3 min, cmake and a C++ compiler);
 # pip keeps the wheel, so later installs take seconds.
@@ -28,7 +28,15 @@ loop-demo: $(STAMP)
 edit-check: $(STAMP)
 	bash scripts/edit_check.sh
 
+# Unit and integration tests; the slow end-to-end ones (marked `slow`: whole studies, the demo
+# scripts, runs killed and resumed, the real SmolLM2 base) run in `make test-slow` / `make test-all`.
 test: $(STAMP) lint
+	$(BIN)/python -m pytest -q -n 2 -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m slow
+
+test-all: $(STAMP) lint
 	$(BIN)/python -m pytest -q -n 2
 
 # The HAT study's --quick preset end to end (every arm trained and evaluated), from scratch in

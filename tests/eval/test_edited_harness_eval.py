@@ -80,6 +80,7 @@ def test_a_checkpoint_is_prompted_with_the_edited_surface(edited, tiny_model_pat
     assert "at most 100 characters" in system and "price_and_deals" in system and "explain_price" not in system
 
 
+@pytest.mark.slow
 def test_the_edit_check_script_evaluates_both_shipped_models_under_both_edits(repo_root, tmp_path):
     """`make edit-check` (scripts/edit_check.sh), at two cases per run: six runs, each edited one
     compared with its model's run under the shipped harness."""

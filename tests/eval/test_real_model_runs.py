@@ -128,6 +128,7 @@ def _start_and_stop(
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), _ids(records)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
 def test_a_stopped_run_resumes_to_exactly_the_planned_cases_with_its_own_settings(tmp_path, served_tiny, sig):
     url, model = served_tiny
@@ -157,6 +158,7 @@ def test_a_stopped_run_resumes_to_exactly_the_planned_cases_with_its_own_setting
     assert summary["complete"] is True and summary["errors"] == 0
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_run_of_the_in_process_model_with_exit_130_and_the_run_resumes(tmp_path, tiny_model_path):
     # The model answers on a batching worker thread of the CLI's own process: exit lets its batch
     # finish rather than tearing the process down under it (which aborted: "terminate called").

@@ -46,6 +46,7 @@ def test_the_anchor_phase_distills_back_toward_the_sft_parent_on_its_own_traject
     )
 
 
+@pytest.mark.slow
 def test_the_opd_arm_trains_both_phases_and_records_them_as_one(tiny_model_path, tmp_path):
     plan = apply_overrides(
         quick_plan(),

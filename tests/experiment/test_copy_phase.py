@@ -54,6 +54,7 @@ def test_the_copy_phase_keeps_base_settings_but_its_size_and_defaults_to_half_co
     assert stage_config(plan, ARMS["fixed-sft"], tmp_path).model == cfg.out
 
 
+@pytest.mark.slow
 def test_a_base_with_a_copy_phase_trains_both_phases_records_them_as_one_and_continues_where_it_stopped(
     tiny_model_path, tmp_path
 ):

@@ -65,6 +65,7 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "harnessctl.cli.main", "experiment", "hat", *args]
 
 
+@pytest.mark.slow
 def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_and_trains_and_evaluates_apart(
     tiny_model_path, tmp_path
 ):
@@ -228,6 +229,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
     assert "continue it with the options it was started with (--quick --set base_model=" in other.stderr
 
 
+@pytest.mark.slow
 def test_estimate_times_every_phase_and_evaluation_run_here_projects_the_plan_and_writes_no_study(
     tiny_model_path, tmp_path
 ):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from harnessctl.cli.main import app
@@ -47,6 +48,7 @@ def test_a_study_on_a_base_that_is_not_fetched_says_how_to_fetch_it(tmp_path):
     assert "harnessctl model fetch smollm2-135m" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_every_arm_of_a_study_on_a_pretrained_base_trains_an_adapter_and_opd_distills_to_the_base(tmp_path, small_base):
     config = tmp_path / "small-lora.yaml"
     config.write_text(

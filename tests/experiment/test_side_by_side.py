@@ -31,6 +31,7 @@ def tiny_plan(base_model: str):
     )
 
 
+@pytest.mark.slow
 def test_the_two_sft_arms_train_side_by_side_each_with_its_own_log(tiny_model_path, tmp_path):
     said: list[str] = []
     done = run_study(
@@ -54,6 +55,7 @@ def test_the_two_sft_arms_train_side_by_side_each_with_its_own_log(tiny_model_pa
     assert not (tmp_path / "s" / "arms" / "base" / TRAIN_LOG).exists()  # an arm alone trains in process
 
 
+@pytest.mark.slow
 def test_an_arm_that_fails_beside_another_is_named_with_its_log(tiny_model_path, tmp_path):
     plan = tiny_plan(str(tiny_model_path))
     root = tmp_path / "s"

@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 
@@ -26,6 +28,7 @@ def run_script(name: str, *args: str, env: dict[str, str]) -> subprocess.Complet
     return proc
 
 
+@pytest.mark.slow
 def test_loop_demo_goes_from_a_failing_run_to_a_gated_release(tmp_path, tiny_model_path):
     env = {**os.environ, "PYTHON": sys.executable, "TINY_MODEL": str(tiny_model_path), "LIMIT": "2", "MAX_TOKENS": "48"}
     proc = run_script("loop_demo.sh", str(tmp_path / "demo"), env=env)
@@ -48,6 +51,7 @@ def test_the_vllm_script_is_valid_bash():
     assert subprocess.run(["bash", "-n", str(REPO_ROOT / "scripts" / "vllm_latency.sh")], check=False).returncode == 0
 
 
+@pytest.mark.slow
 def test_the_weekly_edit_demo_runs_whether_or_not_models_are_shipped(tmp_path):
     """`make demo`: the weekly edit, its diff, and both models (or their stand-ins) under v3 and v4."""
     out = tmp_path / "demo"

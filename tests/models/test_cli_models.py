@@ -88,6 +88,7 @@ def test_serve_needs_the_key_variable_it_names(tiny_model_path):
     assert "SURELY_NOT_SET_KEY is not set" in result.output
 
 
+@pytest.mark.slow
 def test_serve_runs_the_embedded_server_until_interrupted(tiny_model_path, tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", "PYTHONFAULTHANDLER": "1"}
     # stderr goes to a file: a pipe nobody reads until the end can fill up and block the server

@@ -118,6 +118,7 @@ def test_an_adapter_refuses_a_base_whose_weights_differ_and_says_what_to_do(adap
     assert result.exit_code == 2 and "fingerprint" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_distill_continues_the_adapter_with_its_base_as_the_teacher(adapter, small_base, tmp_path):
     out = tmp_path / "opd"
     result = runner.invoke(

@@ -268,6 +268,7 @@ def test_lora_trains_adapters_and_saves_them_merged_into_a_plain_checkpoint(
     loads_and_answers(out)
 
 
+@pytest.mark.slow
 def test_distill_scores_held_out_agent_rows_and_stops_once_back_near_its_teacher(
     sft_run, tiny_model_path, trajectories_dir, tmp_path
 ):
