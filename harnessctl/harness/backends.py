@@ -1,9 +1,12 @@
 """The tool-backend registry: a tool's ``backend`` field names a function registered here.
 
 A harness file only *names* a backend; it never says which module to import. Backends are
-registered by Python modules that harnessctl imports itself: the simulator's
-(``harnessctl.sim.backends``) and a user's own modules listed, comma-separated, in the
-environment variable ``HARNESSCTL_BACKEND_MODULES``.
+registered by the layer that defines them, on import (the simulator's, :mod:`harnessctl.sim.backends`,
+when the simulator is imported), and by a user's own modules listed, comma-separated, in the
+environment variable ``HARNESSCTL_BACKEND_MODULES``. A package that registers backends is also
+named under the ``harnessctl.backends`` entry-point group of the package metadata
+(``pyproject.toml``); the registry imports those on first use, so that a backend name resolves
+whatever has been imported before.
 
 >>> @register_backend("shop.get_price")              # doctest: +SKIP
 ... def get_price(world, args):
@@ -16,7 +19,9 @@ True
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -24,8 +29,8 @@ from typing import Any, Protocol, TypeVar
 
 from .errors import HarnessError, Issue
 
-#: Modules that register the backends shipped with harnessctl (imported on first use).
-BACKEND_MODULES = ["harnessctl.sim.backends"]
+#: The entry-point group naming the modules that register backends on import (imported on first use).
+ENTRY_POINT_GROUP = "harnessctl.backends"
 #: Environment variable naming a user's own backend modules, comma-separated.
 BACKEND_MODULES_ENV = "HARNESSCTL_BACKEND_MODULES"
 
@@ -107,9 +112,15 @@ def backends_registered(backends: Mapping[str, Callable[..., Any]]) -> Iterator[
 
 
 def backend_modules() -> list[str]:
-    """The modules that register backends: the shipped ones, then the user's from the environment."""
+    """The modules that register backends: those the package metadata names under
+    :data:`ENTRY_POINT_GROUP`, then the user's from the environment."""
     extra = [m.strip() for m in os.environ.get(BACKEND_MODULES_ENV, "").split(",") if m.strip()]
-    return [*BACKEND_MODULES, *extra]
+    return [*_entry_point_modules(), *extra]
+
+
+@functools.cache
+def _entry_point_modules() -> tuple[str, ...]:
+    return tuple(entry.value for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 
 def _import_backend_modules() -> None:

@@ -1,7 +1,8 @@
 """The live-stream world: catalog, viewers' cases, tool backends with faults, the oracle policy
 and the rubric that scores an episode; one live turn (:mod:`~harnessctl.sim.live`). Importing it
-registers the ``oracle`` and ``oracle-blind`` model strings (:mod:`~harnessctl.sim.model_strings`)
-and the oracle's conversations as a tiny-model corpus source (:mod:`~harnessctl.sim.corpus`).
+registers the ``oracle`` and ``oracle-blind`` model strings (:mod:`~harnessctl.sim.model_strings`),
+the ``sim.*`` tool backends (:mod:`~harnessctl.sim.backends`) and the oracle's conversations as a
+tiny-model corpus source (:mod:`~harnessctl.sim.corpus`).
 
 >>> from harnessctl.harness import load_harness
 >>> from harnessctl.runtime import run_episode
@@ -12,6 +13,7 @@ and the oracle's conversations as a tiny-model corpus source (:mod:`~harnessctl.
 1.0
 """
 
+from .backends import SIM_BACKENDS
 from .case import Case, CaseContext, Expectation, ExpectedCall
 from .cases import (
     INTENT_SKILL,
@@ -45,6 +47,7 @@ __all__ = [
     "INTENT_SKILL",
     "PASS_THRESHOLD",
     "RETRY_TRIGGERS",
+    "SIM_BACKENDS",
     "SKILL_FALLBACKS",
     "WEIGHTS",
     "Case",

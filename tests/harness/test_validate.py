@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from harnessctl.harness.validate import (
     validate_harness_dir,
 )
 
-from .harness_support import LIVECOMMERCE, copy_harness, edit, sim_backends  # noqa: F401
+from .harness_support import LIVECOMMERCE, REPO_ROOT, copy_harness, edit, sim_backends  # noqa: F401
 
 SCHEMAS = ("harness", "prompt", "skill", "tool", "hooks")
 
@@ -513,6 +514,16 @@ def test_a_users_backend_module_is_imported_from_the_environment(tmp_path, monke
         backends._REGISTRY.pop("team.get_coupons", None)
         backends._imported.discard("my_team_backends")
         sys.modules.pop("my_team_backends", None)
+
+
+def test_the_simulators_backends_resolve_where_only_the_harness_layer_was_imported():
+    code = (
+        "import sys; from harnessctl.harness.backends import get_backend; "
+        "assert 'harnessctl.sim' not in sys.modules; print(get_backend('sim.get_stock').__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "harnessctl.sim.backends"
 
 
 def test_a_broken_backend_module_is_a_clear_issue_not_a_traceback(tmp_path, monkeypatch):
