@@ -19,4 +19,18 @@ class HarnessctlError(Exception):
     """An error a person can act on: the message says what went wrong and what to do."""
 
 
-__all__ = ["HarnessctlError"]
+class Interrupted(HarnessctlError):
+    """Stopped by Ctrl-C with the work so far kept: the message says what was kept, ``then`` what
+    to do to go on (the command line prints both after "interrupted:" and exits 130).
+
+    >>> e = Interrupted("arm base: checkpoint step 40", then="run the same command again to continue")
+    >>> str(e), e.then
+    ('arm base: checkpoint step 40', 'run the same command again to continue')
+    """
+
+    def __init__(self, message: str, then: str = ""):
+        super().__init__(message)
+        self.then = then
+
+
+__all__ = ["HarnessctlError", "Interrupted"]

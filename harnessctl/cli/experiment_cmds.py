@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from .output import EXIT_INTERRUPTED, CLIError, cli_errors, err, out, print_json
+from .output import CLIError, cli_errors, err, out, print_json
 
 experiment_app = typer.Typer(
     help="Studies that train and compare models: the paper's table in miniature.", no_args_is_help=True
@@ -97,14 +97,7 @@ def hat(
     and report.html."""
     with cli_errors():
         from harnessctl.eval.store import RunError, check_run_id
-        from harnessctl.experiment import (
-            StudyError,
-            StudyInterrupted,
-            apply_overrides,
-            full_plan,
-            quick_plan,
-            smollm2_plan,
-        )
+        from harnessctl.experiment import apply_overrides, full_plan, quick_plan, smollm2_plan
 
         if base not in ("tiny", "smollm2-135m"):
             raise CLIError(f"--base {base!r}: choose tiny or smollm2-135m")
@@ -131,23 +124,17 @@ def hat(
             if sys.argv[1:2] == ["experiment"]
             else "harnessctl experiment hat"
         )
-        try:
-            results = run_study(
-                plan,
-                out_dir / name,
-                command=command,
-                say=lambda m: err.print(f"[dim]{m}[/]"),
-                progress=not as_json,
-                train_only=train_only,
-                eval_only=eval_only,
-                only_arms=arm,
-                train_jobs=train_jobs,
-            )
-        except StudyError as e:
-            raise CLIError(str(e)) from None
-        except StudyInterrupted as e:
-            err.print(f"[yellow]interrupted:[/] {e}; run the same command again to continue")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+        results = run_study(
+            plan,
+            out_dir / name,
+            command=command,
+            say=lambda m: err.print(f"[dim]{m}[/]"),
+            progress=not as_json,
+            train_only=train_only,
+            eval_only=eval_only,
+            only_arms=arm,
+            train_jobs=train_jobs,
+        )
     if as_json:
         print_json(results)
         return
@@ -164,17 +151,10 @@ def hat(
 
 
 def _estimate(plan: Any, as_json: bool) -> None:
-    from harnessctl.experiment import StudyError, StudyInterrupted
     from harnessctl.experiment.estimate import estimate_study, format_minutes
 
     err.print(f"[dim]timing a few steps of every phase of the {plan.preset} plan on this machine[/]")
-    try:
-        result = estimate_study(plan, say=lambda m: err.print(f"[dim]{m}[/]"), progress=not as_json)
-    except StudyError as e:
-        raise CLIError(str(e)) from None
-    except StudyInterrupted:
-        err.print("[yellow]interrupted:[/] the estimate's scratch folder is removed; nothing of a study was written")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    result = estimate_study(plan, say=lambda m: err.print(f"[dim]{m}[/]"), progress=not as_json)
     if as_json:
         print_json(result.to_dict())
         return

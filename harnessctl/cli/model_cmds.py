@@ -174,16 +174,12 @@ def model_ship(
 
     Only what inference needs, its train.json and a SHIPPED.json with the study, the arm, its scores
     and the command that reproduces it. Never checkpoints or optimizer state."""
-    from harnessctl.experiment.runner import StudyError
     from harnessctl.experiment.ship import ship_arm
 
     with cli_errors():
         if not study.is_dir():
             raise CLIError(f"--study {study}: no such folder; pass the folder of a study, e.g. experiments/full")
-        try:
-            shipped = ship_arm(study, arm, as_name=as_name, force=force)
-        except StudyError as e:
-            raise CLIError(str(e)) from None
+        shipped = ship_arm(study, arm, as_name=as_name, force=force)
     if as_json:
         print_json({"name": shipped.name, "model": shipped.spec, "path": str(shipped.path), **shipped.info})
         return

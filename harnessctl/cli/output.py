@@ -16,7 +16,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from harnessctl.errors import HarnessctlError
+from harnessctl.errors import HarnessctlError, Interrupted
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -48,11 +48,13 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 #: The exit code of each exception a command reports as one message instead of a traceback; the
 #: first row that matches wins. A :class:`CLIError` carries its own code; every other project error
-#: derives from :class:`~harnessctl.errors.HarnessctlError`. An ``OSError`` is the machine's answer
+#: derives from :class:`~harnessctl.errors.HarnessctlError`, an
+#: :class:`~harnessctl.errors.Interrupted` (stopped by Ctrl-C, the work so far kept) among them. An ``OSError`` is the machine's answer
 #: (a folder that cannot be written, a full disk) and names its path. A command whose library says
 #: "bad input" with plain ``ValueError``/``LookupError`` names those types to :func:`cli_errors`.
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (KeyboardInterrupt, EXIT_INTERRUPTED),
+    (Interrupted, EXIT_INTERRUPTED),
     (HarnessctlError, EXIT_BAD_INPUT),
     (OSError, EXIT_BAD_INPUT),
 )
@@ -73,7 +75,8 @@ def exit_code(e: BaseException, bad_input: tuple[type[BaseException], ...] = ())
 
 def error_message(e: BaseException, os_hint: str = "") -> str:
     """What a person reads for a known exception: its message; for an ``OSError`` the path and
-    what went wrong (then ``os_hint``); for a ``KeyError`` its text without the quotes.
+    what went wrong (then ``os_hint``); for a ``KeyError`` its text without the quotes; for an
+    :class:`~harnessctl.errors.Interrupted` what was kept, then what to do.
 
     >>> error_message(PermissionError(13, "Permission denied", "out/x")), error_message(KeyError("no product 'P9'"))
     ('out/x: permission denied: choose a folder you can write to', "no product 'P9'")
@@ -87,6 +90,8 @@ def error_message(e: BaseException, os_hint: str = "") -> str:
         return (f"{e.filename}: {what}" if e.filename is not None else what) + os_hint
     if isinstance(e, KeyError) and len(e.args) == 1:
         return str(e.args[0])
+    if isinstance(e, Interrupted) and e.then:
+        return f"{e}; {e.then}"
     return str(e)
 
 
@@ -103,6 +108,9 @@ def cli_errors(*bad_input: type[Exception], os_hint: str = "") -> Iterator[None]
             raise
         if isinstance(e, KeyboardInterrupt):
             err.print("[yellow]interrupted[/]")
+            raise typer.Exit(code) from None
+        if isinstance(e, Interrupted):
+            err.print(f"[yellow]interrupted:[/] {_escape(error_message(e))}")
             raise typer.Exit(code) from None
         from harnessctl.harness.errors import HarnessError
 

@@ -415,8 +415,9 @@ def estimate_study(
     """Train ``plan``'s probe (:func:`probe_plan`) in ``work`` (a scratch folder when None,
     removed after), project each phase's measured time per step onto the plan's steps (held-out
     scoring timed once and counted at every check), then time the plan's evaluation runs on a few
-    cases each (:func:`probe_evaluation`)."""
-    from .runner import TRAIN_FILE, _read_json, build_datasets, check_inputs, train_arms
+    cases each (:func:`probe_evaluation`). Raises ``StudyInterrupted`` when stopped with Ctrl-C
+    during a probe's training (in a scratch folder: saying that nothing of a study was written)."""
+    from .runner import TRAIN_FILE, StudyInterrupted, _read_json, build_datasets, check_inputs, train_arms
 
     check_inputs(plan)
     probe = probe_plan(plan)
@@ -447,6 +448,12 @@ def estimate_study(
         hardware = next((r["hardware"] for r in records.values() if r.get("hardware")), {})
         evaluation, timed_on = probe_evaluation(plan, root, say, progress)
         return StudyEstimate(phases, data_s, time.perf_counter() - started, hardware, evaluation, timed_on)
+    except StudyInterrupted:
+        if not scratch:
+            raise
+        raise StudyInterrupted(
+            "the estimate's scratch folder is removed; nothing of a study was written", then=""
+        ) from None
     finally:
         if scratch:
             shutil.rmtree(root, ignore_errors=True)

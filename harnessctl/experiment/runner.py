@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harnessctl.errors import HarnessctlError, Interrupted
+
 from .plan import (
     ANCHOR_PHASE_DEFAULTS,
     ARMS,
@@ -59,12 +61,15 @@ FINAL_ARM = "hat"
 Say = Callable[[str], None]
 
 
-class StudyError(ValueError):
+class StudyError(HarnessctlError, ValueError):
     """Bad input to a study (a plan, a folder, a trainer config): the message says what to do."""
 
 
-class StudyInterrupted(Exception):
+class StudyInterrupted(Interrupted):
     """Ctrl-C during an arm's training: its checkpoint is saved; rerun the same command to continue."""
+
+    def __init__(self, message: str, then: str = "run the same command again to continue"):
+        super().__init__(message, then)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
