@@ -32,9 +32,9 @@ def register(app: typer.Typer) -> None:
 
 @contextlib.contextmanager
 def _progress(label: str, enabled: bool) -> Iterator[Any]:
-    """Progress on stderr of one task; yields ``update(done, total)``."""
+    """Progress on stderr of one task; yields ``update(done, total, item)`` (the item unused)."""
     with progress_bars(label, enabled=enabled, console=err) as update:
-        yield lambda done, total: update(label, done, total)
+        yield lambda done, total, _item=None: update(label, done, total)
 
 
 #: Options that shape a trajectory dataset and mean nothing without ``--trajectories``.
@@ -185,85 +185,38 @@ def augment(
     Rerunning into the same --out with the same settings resumes (finished variants and
     trajectories are skipped); other settings are refused unless --force.
     """
-    from harnessctl.augment import TrajectorySpec, VariantSpec, build_trajectories, preview_variant, write_variants
-    from harnessctl.augment.paraphrase import make_paraphraser
+    from harnessctl.augment import VariantSpec, build_trajectories, make_paraphraser, preview_variant, write_variants
     from harnessctl.harness.loader import load_harness
-    from harnessctl.sim.phrasings import load_phrasings
 
     with cli_errors(ValueError, os_hint=" (check --out)"):
-        root = resolve_harness_path(harness)
-        source = load_harness(root)
+        source = load_harness(resolve_harness_path(harness))
         op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
-        if paraphraser.startswith("litellm:"):
-            para = make_paraphraser(
-                paraphraser, cache_dir=str(Path(".harnessctl") / "cache" / "paraphrase"), api_base=api_base
-            )
-        else:
-            para = make_paraphraser(paraphraser)
+        para = make_paraphraser(paraphraser, api_base=api_base)  # litellm: cached under .harnessctl/cache
+        _refuse_mixed_modes(ctx, n, trajectories, fixed_harness, split)
         show_progress = not as_json or err.is_terminal
-        given = _trajectory_options_given(ctx) if trajectories is None else []
-        if given:
-            them = "it" if len(given) == 1 else "them"
-            raise CLIError(
-                f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} a trajectory dataset: add --trajectories N, or drop {them}"
-            )
-        if trajectories is not None and trajectories < 1:
-            raise CLIError(f"--trajectories must be at least 1, got {trajectories}")
-        if n < 1 and not (trajectories is not None and fixed_harness):
-            raise CLIError(
-                f"--n must be at least 1, got {n} (the number of variants{' in the pool' if trajectories is not None else ''})"
-            )
-        if preview:
+        if preview or trajectories is None:
             spec = VariantSpec(seed=seed, ops=op_list, strength=strength, split=split, paraphraser=paraphraser)
+        if preview:
             result = preview_variant(source, spec, index, paraphraser=para)
         elif trajectories is not None:
-            if split != "train":
-                raise CLIError(
-                    "trajectories are training data and use the training vocabulary: drop --split (held-out variants are for evaluation)"
-                )
-            tspec = TrajectorySpec(
-                n=trajectories,
-                seed=seed,
-                variants=n,
-                ops=op_list,
-                strength=strength,
-                paraphraser=paraphraser,
-                canonical_share=canonical_share,
-                val_share=val_share,
-                fixed_harness=fixed_harness,
-                faults=faults,
-                teacher=teacher,
-                min_score=min_score,
-                vary_wording=vary_wording,
-                phrasings=load_phrasings(phrasings) if phrasings is not None else None,
-                quote_skills=quote_skills,
-            )
             kind = "fixed" if fixed_harness else "hsa"
             target = out_dir or Path("out") / "datasets" / f"{source.name}-{kind}-s{seed}"
             with _progress("trajectories", show_progress) as update:
                 result = build_trajectories(
                     source,
                     target,
-                    tspec,
+                    _trajectory_spec(ctx.params, op_list),
                     force=force,
                     paraphraser=para,
                     jobs=jobs,
                     api_base=api_base,
-                    on_progress=lambda done, total, _s: update(done, total),
+                    on_progress=update,
                 )
         else:
-            spec = VariantSpec(seed=seed, ops=op_list, strength=strength, split=split, paraphraser=paraphraser)
             target = out_dir or Path("out") / "variants" / f"{source.name}-{split}-s{seed}"
             with _progress("variants", show_progress) as update:
                 result = write_variants(
-                    source,
-                    target,
-                    spec,
-                    n,
-                    force=force,
-                    paraphraser=para,
-                    jobs=jobs,
-                    on_progress=lambda done, total, _vid: update(done, total),
+                    source, target, spec, n, force=force, paraphraser=para, jobs=jobs, on_progress=update
                 )
     if as_json:
         print_json(result.to_dict())
@@ -273,6 +226,51 @@ def augment(
         _print_dataset(result)
     else:
         _print_written(result)
+
+
+def _refuse_mixed_modes(ctx: typer.Context, n: int, trajectories: int | None, fixed_harness: bool, split: str) -> None:
+    """Refuse options that mean nothing in the mode the command line picked."""
+    given = _trajectory_options_given(ctx) if trajectories is None else []
+    if given:
+        them = "it" if len(given) == 1 else "them"
+        raise CLIError(
+            f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} a trajectory dataset: add --trajectories N, or drop {them}"
+        )
+    if trajectories is not None and trajectories < 1:
+        raise CLIError(f"--trajectories must be at least 1, got {trajectories}")
+    if n < 1 and not (trajectories is not None and fixed_harness):
+        raise CLIError(
+            f"--n must be at least 1, got {n} (the number of variants{' in the pool' if trajectories is not None else ''})"
+        )
+    if trajectories is not None and split != "train" and not ctx.params.get("preview"):
+        raise CLIError(
+            "trajectories are training data and use the training vocabulary: drop --split (held-out variants are for evaluation)"
+        )
+
+
+def _trajectory_spec(params: dict[str, Any], ops: list[str] | None) -> Any:
+    """The dataset the command line asks for (``params``: the parsed options, by name)."""
+    from harnessctl.augment import TrajectorySpec
+    from harnessctl.sim.phrasings import load_phrasings
+
+    phrasings = params["phrasings"]
+    return TrajectorySpec(
+        n=params["trajectories"],
+        seed=params["seed"],
+        variants=params["n"],
+        ops=ops,
+        strength=params["strength"],
+        paraphraser=params["paraphraser"],
+        canonical_share=params["canonical_share"],
+        val_share=params["val_share"],
+        fixed_harness=params["fixed_harness"],
+        faults=params["faults"],
+        teacher=params["teacher"],
+        min_score=params["min_score"],
+        vary_wording=params["vary_wording"],
+        phrasings=load_phrasings(phrasings) if phrasings is not None else None,
+        quote_skills=params["quote_skills"],
+    )
 
 
 def _print_written(result: Any) -> None:
