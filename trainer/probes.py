@@ -15,7 +15,8 @@ The skill-choice probe (:func:`skill_choice_probe`, ``harnessctl model probe``) 
 SFT dataset, which option of the first listing-backed call (the skill loader's) the model gives the
 highest probability after the viewer's message, under teacher forcing; its greedy reading
 (:func:`greedy_choice_probe`, ``model probe --greedy``) reads the same decisions from the first
-turn any model backend writes, served models included.
+turn any model backend writes, served models included; :func:`probe_dataset` runs either on a
+dataset folder the way ``model probe`` does.
 """
 
 from __future__ import annotations
@@ -24,10 +25,16 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from harnessctl.harness.loader import load_harness
+from harnessctl.models.base import ModelError, reads_answer_key
+from harnessctl.models.registry import expand_model_spec, resolve_model
+from trainer.common import TrainError
+from trainer.data import read_chat_rows
 from trainer.general_corpus import pick_row, random_code, tool_spec
 
 #: Seed of the probe's prompts (the corpus draws with the run's seed, 0 by default).
@@ -472,3 +479,76 @@ def _what_was_called(reading: dict[str, Any]) -> str:
     if reading["called"] is not None:
         return reading["called"]
     return f"{reading['tool']}()" if reading["tool"] else "(no call)"
+
+
+def probe_dataset(
+    model: str,
+    data: str | Path,
+    *,
+    split: str = "train",
+    rows: int = 100,
+    seed: int = 0,
+    harness: str | Path | None = None,
+    greedy: bool = False,
+    api_base: str | None = None,
+    api_key_env: str | None = None,
+    max_tokens: int = 128,
+    jobs: int = 8,
+    on_item: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """``harnessctl model probe``: the skill choice of ``model`` on ``rows`` rows of a dataset
+    folder's ``split`` (or of a .jsonl file), under teacher forcing (:func:`skill_choice_probe`; a
+    checkpoint folder, ``local:PATH`` or ``shipped:NAME``) or, with ``greedy``, from the first turn
+    it writes (:func:`greedy_choice_probe`; any model string but the reference policies). With
+    ``harness`` (the shipped harness the data's variants came from) the rows are split by whether
+    their skill kept its shipped name. Returns the probe's result with ``model``, ``data``,
+    ``split`` (None for a file: its rows are read whatever ``split`` says) and ``reading``; raises
+    :class:`TrainError` for a model, a dataset or a harness it cannot probe."""
+    backend, folder = None, None
+    if greedy:
+        backend = _probe_backend(model, api_base, api_key_env)
+    else:
+        folder = expand_model_spec(model).removeprefix("local:")
+        if not any((Path(folder) / name).is_file() for name in ("config.json", "adapter_config.json")):
+            raise TrainError(
+                f"{model}: not a checkpoint folder (no config.json or adapter_config.json); the probe reads a checkpoint's "
+                "probabilities: pass a folder, local:PATH or shipped:NAME, or add --greedy to read "
+                "a served model's turns"
+            )
+    dataset = read_chat_rows(data, split)
+    shipped_names, shipped_loader = None, None
+    if harness is not None:
+        shipped = load_harness(harness)
+        shipped_names = {skill.name for skill in shipped.skills}
+        shipped_loader = shipped.skill_loader.name
+    common = {"rows": dataset, "n": rows, "seed": seed, "on_item": on_item, "shipped_names": shipped_names}
+    if greedy:
+        try:
+            result = greedy_choice_probe(
+                backend, max_tokens=max_tokens, jobs=jobs, shipped_loader=shipped_loader, **common
+            )
+        except ModelError as e:
+            raise TrainError(f"{model}: {e}") from None
+    else:
+        result = skill_choice_probe(folder, **common)
+    is_dir = Path(data).is_dir()
+    if not result["rows"]:
+        raise TrainError(
+            f"--data {data}: no row of {f'{split}.jsonl' if is_dir else 'it'} makes a choice from a listing"
+        )
+    reading = "greedy" if greedy else "teacher_forcing"
+    return {"model": model, "data": str(data), "split": split if is_dir else None, "reading": reading, **result}
+
+
+def _probe_backend(model: str, api_base: str | None, api_key_env: str | None) -> Any:
+    """The backend a greedy probe asks; the oracle has no turn to probe (it reads a case's answer
+    key, and dataset rows carry none)."""
+    if Path(model).expanduser().is_dir():  # a checkpoint folder, as under teacher forcing
+        model = f"local:{model}"
+    backend = resolve_model(model, api_base=api_base, api_key_env=api_key_env)
+    if reads_answer_key(backend):
+        raise TrainError(
+            f"{model}: the probe asks a model; the reference policies read a case's answer key, "
+            "which dataset rows do not carry: pass a checkpoint or a served model"
+        )
+    return backend

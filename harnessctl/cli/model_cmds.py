@@ -22,7 +22,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .common import ApiBaseOpt, ApiKeyEnvOpt, JsonOpt, checkpoint_folder, resolve_harness_path
+from .common import ApiBaseOpt, ApiKeyEnvOpt, JsonOpt, resolve_harness_path
 from .export_gguf_cmd import model_export_gguf
 from .output import CLIError, cli_errors, err, out, print_json
 from .run_cmds import model_app
@@ -255,70 +255,40 @@ def model_probe(
                         "in process; add --greedy to ask a served model"
                     )
         try:
-            from trainer.data import read_chat_rows
-            from trainer.probes import greedy_choice_probe, skill_choice_probe
+            from trainer.probes import probe_dataset
         except ImportError as e:
             raise CLIError(
                 f"the probe needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
             ) from None
-        backend, folder = None, None
-        if greedy:
-            backend = _probe_backend(model, api_base, api_key_env)
-        else:
-            folder = checkpoint_folder(model)
-            if not any((Path(folder) / name).is_file() for name in ("config.json", "adapter_config.json")):
-                raise CLIError(
-                    f"{model}: not a checkpoint folder (no config.json or adapter_config.json); the probe reads a checkpoint's "
-                    "probabilities: pass a folder, local:PATH or shipped:NAME, or add --greedy to read "
-                    "a served model's turns"
-                )
-        dataset = read_chat_rows(data, split)
-        shipped_names, shipped_loader = None, None
-        if harness is not None:
-            from harnessctl.harness.loader import load_harness
-
-            shipped = load_harness(resolve_harness_path(harness))
-            shipped_names = {skill.name for skill in shipped.skills}
-            shipped_loader = shipped.skill_loader.name
+        shipped = resolve_harness_path(harness) if harness is not None else None
         with progress_bars("probe", enabled=not as_json, console=err) as update:
-            common = {
-                "rows": dataset,
-                "n": rows,
-                "seed": seed,
-                "on_item": lambda done, total: update("probe", done, total),
-                "shipped_names": shipped_names,
-            }
-            if greedy:
-                from harnessctl.models.base import ModelError
-
-                try:
-                    result = greedy_choice_probe(
-                        backend, max_tokens=max_tokens, jobs=jobs, shipped_loader=shipped_loader, **common
-                    )
-                except ModelError as e:
-                    raise CLIError(f"{model}: {e}") from None
-            else:
-                result = skill_choice_probe(folder, **common)
-        if not result["rows"]:
-            rows_of = f"{split}.jsonl" if Path(data).is_dir() else "it"
-            raise CLIError(f"--data {data}: no row of {rows_of} makes a choice from a listing")
-    # A file is read whatever --split says: then the split is the file's, not a side of a dataset.
-    read_split = split if Path(data).is_dir() else None
-    result = {
-        "model": model,
-        "data": str(data),
-        "split": read_split,
-        "reading": "greedy" if greedy else "teacher_forcing",
-        **result,
-    }
+            result = probe_dataset(
+                model,
+                data,
+                split=split,
+                rows=rows,
+                seed=seed,
+                harness=shipped,
+                greedy=greedy,
+                api_base=api_base,
+                api_key_env=api_key_env,
+                max_tokens=max_tokens,
+                jobs=jobs,
+                on_item=lambda done, total: update("probe", done, total),
+            )
     if as_json:
         print_json(result)
         return
+    _print_probe(result)
+
+
+def _print_probe(result: dict[str, Any]) -> None:
+    greedy = result["reading"] == "greedy"
     how = "in greedy first turns" if greedy else "under teacher forcing"
     out.print(
         f"skill choice {how}: [bold]{result['correct']} of {result['rows']}[/] rows "
-        f"({result['share']:.2f}; chance {result['chance']:.2f}) · {escape(str(data))}"
-        + (f" ({read_split})" if read_split else "")
+        f"({result['share']:.2f}; chance {result['chance']:.2f}) · {escape(result['data'])}"
+        + (f" ({result['split']})" if result["split"] else "")
     )
     if result["without_choice"]:
         out.print(
@@ -333,23 +303,6 @@ def model_probe(
         _print_greedy(result)
     for c in result["confusions"]:
         out.print(f"  {escape(c['chosen'])} → {escape(c['picked'])}: {c['rows']} rows")
-
-
-def _probe_backend(model: str, api_base: str | None, api_key_env: str | None) -> Any:
-    """The backend --greedy asks; the oracle has no turn to probe (it reads a case's answer key,
-    and dataset rows carry none)."""
-    from harnessctl.models.base import reads_answer_key
-    from harnessctl.models.registry import resolve_model
-
-    if Path(model).expanduser().is_dir():  # a checkpoint folder, as without --greedy
-        model = f"local:{model}"
-    backend = resolve_model(model, api_base=api_base, api_key_env=api_key_env)
-    if reads_answer_key(backend):
-        raise CLIError(
-            f"{model}: the probe asks a model; the reference policies read a case's answer key, "
-            "which dataset rows do not carry: pass a checkpoint or a served model"
-        )
-    return backend
 
 
 #: How the greedy report words each outcome that is not the row's own option.
