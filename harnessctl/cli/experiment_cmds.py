@@ -95,39 +95,19 @@ def hat(
 
     Every arm is evaluated on the four suites and the real history; writes results.json, results.md
     and report.html."""
-    with cli_errors():
-        from harnessctl.eval.store import RunError, check_run_id
-        from harnessctl.experiment import apply_overrides, full_plan, quick_plan, smollm2_plan
+    from harnessctl.experiment import hat_study, run_study
 
-        if base not in ("tiny", "smollm2-135m"):
-            raise CLIError(f"--base {base!r}: choose tiny or smollm2-135m")
-        if base != "tiny" and quick:
-            raise CLIError("--quick is the tiny model's preset; drop --base or --quick")
-        name = study_id or ("quick" if quick else "full" if base == "tiny" else "smollm2")
-        try:
-            check_run_id(name)
-        except RunError:
-            raise CLIError(
-                f"--id {name!r}: use letters, digits, '.', '_' or '-' (it names a folder under --out)"
-            ) from None
-        preset = quick_plan if quick else full_plan if base == "tiny" else smollm2_plan
-        plan = apply_overrides(preset(seed=seed, ablations=ablations), set_ or [])
+    with cli_errors():
+        name, plan = hat_study(base, quick=quick, study_id=study_id, seed=seed, ablations=ablations, overrides=set_)
         if estimate:
             if train_only or eval_only or arm:
                 raise CLIError("--estimate trains nothing of the study: leave out --train-only, --eval-only and --arm")
             _estimate(plan, as_json)
             return
-        from harnessctl.experiment.runner import run_study
-
-        command = (
-            "harnessctl " + " ".join(shlex.quote(a) for a in _study_args(sys.argv[1:]))
-            if sys.argv[1:2] == ["experiment"]
-            else "harnessctl experiment hat"
-        )
         results = run_study(
             plan,
             out_dir / name,
-            command=command,
+            command=_study_command(),
             say=lambda m: err.print(f"[dim]{m}[/]"),
             progress=not as_json,
             train_only=train_only,
@@ -137,17 +117,23 @@ def hat(
         )
     if as_json:
         print_json(results)
-        return
-    if "waiting" in results:
+    elif "waiting" in results:
         out.print(f"evaluated: {', '.join(results['evaluated']) or 'nothing new'}")
         out.print(f"not trained yet: {', '.join(results['waiting'])}; rerun --eval-only once they are")
-        return
-    if train_only:
+    elif train_only:
         trained = ", ".join(results["trained"]) or "nothing (every arm was trained before)"
         out.print(f"trained: {trained}")
         out.print(f"evaluate with the same command without --train-only (folder {out_dir / name})")
-        return
-    _print(results, out_dir / name)
+    else:
+        _print(results, out_dir / name)
+
+
+def _study_command() -> str:
+    """The command a study records as what reproduces it: this one, less the options that only
+    split the work."""
+    if sys.argv[1:2] != ["experiment"]:
+        return "harnessctl experiment hat"
+    return "harnessctl " + " ".join(shlex.quote(a) for a in _study_args(sys.argv[1:]))
 
 
 def _estimate(plan: Any, as_json: bool) -> None:

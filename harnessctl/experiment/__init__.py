@@ -18,6 +18,7 @@ from .plan import (
     StudyPlan,
     apply_overrides,
     full_plan,
+    hat_study,
     quick_plan,
     smollm2_plan,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "StudyPlan",
     "apply_overrides",
     "full_plan",
+    "hat_study",
     "quick_plan",
     "smollm2_plan",
     "run_study",

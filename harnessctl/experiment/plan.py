@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessctl.errors import HarnessctlError
+from harnessctl.eval.store import RunError, check_run_id
 
 
 class PlanError(HarnessctlError, ValueError):
@@ -281,6 +282,43 @@ def quick_plan(**kw: Any) -> StudyPlan:
         },
         **kw,
     )
+
+
+#: The bases ``experiment hat --base`` trains on: the tiny model from scratch, or LoRA adapters on
+#: the pretrained SmolLM2-135M-Instruct.
+BASES = ("tiny", "smollm2-135m")
+
+
+def hat_study(
+    base: str = "tiny",
+    *,
+    quick: bool = False,
+    study_id: str | None = None,
+    seed: int = 0,
+    ablations: bool = False,
+    overrides: list[str] | None = None,
+) -> tuple[str, StudyPlan]:
+    """The study ``experiment hat`` runs: its name (``study_id``, else ``quick``, ``full`` or
+    ``smollm2``: a folder's name) and its plan, the preset of ``base`` (with ``quick``, the tiny
+    model's small one) with ``overrides`` (``--set`` items) applied. Raises :class:`PlanError`.
+
+    >>> name, plan = hat_study(quick=True, overrides=["eval_limit=2"])
+    >>> name, plan.preset, plan.eval_limit
+    ('quick', 'quick', 2)
+    """
+    if base not in BASES:
+        raise PlanError(f"--base {base!r}: choose tiny or smollm2-135m")
+    if base != "tiny" and quick:
+        raise PlanError("--quick is the tiny model's preset; drop --base or --quick")
+    name = study_id or ("quick" if quick else "full" if base == "tiny" else "smollm2")
+    try:
+        check_run_id(name)
+    except RunError:
+        raise PlanError(
+            f"--id {name!r}: use letters, digits, '.', '_' or '-' (it names a folder under --out)"
+        ) from None
+    preset = quick_plan if quick else full_plan if base == "tiny" else smollm2_plan
+    return name, apply_overrides(preset(seed=seed, ablations=ablations), overrides or [])
 
 
 def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
