@@ -78,15 +78,17 @@ def resolve_adapter_base(folder: str | Path, base_override: str | None = None) -
     entry = adapter_base(folder)
     spec = base_override or entry.get("name") or ""
     recorded = entry.get("path")
+    # where the name finds no folder here (a known base not fetched, or a name read as a hub id),
+    # the folder the adapter was trained on, if it is still there
+    fallback = Path(recorded) if base_override is None and recorded and Path(recorded).is_dir() else None
     try:
         resolved = resolve_base(spec)
     except BaseError:
-        if base_override is None and recorded and Path(recorded).is_dir():
-            resolved = Path(recorded)
-        else:
+        if fallback is None:
             raise
-    if not isinstance(resolved, Path) and base_override is None and recorded and Path(recorded).is_dir():
-        resolved = Path(recorded)  # a name that is neither a known base nor a folder: the folder it was
+        resolved = fallback
+    if not isinstance(resolved, Path) and fallback is not None:
+        resolved = fallback
     expected = entry.get("fingerprint")
     if expected and isinstance(resolved, Path):
         found = base_fingerprint(resolved)
