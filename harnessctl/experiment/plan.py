@@ -410,13 +410,17 @@ def plan_options(plan: dict[str, Any]) -> list[str]:
     ['--set', 'sft.max_steps=1600']
     >>> plan_options(apply_overrides(quick_plan(seed=3), ["eval_limit=5"]).to_dict())
     ['--quick', '--seed', '3', '--set', 'eval_limit=5']
+    >>> plan_options(apply_overrides(smollm2_plan(), ["sft.viewers_per_row=4"]).to_dict())
+    ['--base', 'smollm2-135m', '--set', 'sft.viewers_per_row=4']
     """
     preset = plan.get("preset", "full")
     seed = int(plan.get("seed", 0))
     ablations = bool(plan.get("ablations", False))
-    options = (["--quick"] if preset == "quick" else []) + (["--seed", str(seed)] if seed else [])
+    flags = {"quick": ["--quick"], "smollm2": ["--base", "smollm2-135m"]}
+    options = flags.get(preset, []) + (["--seed", str(seed)] if seed else [])
     options += ["--ablations"] if ablations else []
-    made = _normal((quick_plan if preset == "quick" else full_plan)(seed=seed, ablations=ablations).to_dict())
+    factory = {"quick": quick_plan, "smollm2": smollm2_plan}.get(preset, full_plan)
+    made = _normal(factory(seed=seed, ablations=ablations).to_dict())
     wanted = _normal(plan)
     for key in sorted(k for k in wanted if k not in ("preset", "seed", "ablations", "eval_jobs", "stage_overrides")):
         if wanted[key] != made.get(key):

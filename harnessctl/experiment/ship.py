@@ -46,7 +46,9 @@ def reproduce_command(plan: dict[str, Any], study_id: str) -> str:
     'harnessctl experiment hat --id full --set eval_limit=100'
     """
     options = plan_options(plan)
-    preset = ["--quick"] if options[:1] == ["--quick"] else []  # the preset first, then the id
+    preset = (
+        options[: {"--quick": 1, "--base": 2}.get(options[0], 0)] if options else []
+    )  # the preset first, then the id
     args = ["harnessctl", "experiment", "hat", *preset, "--id", study_id, *options[len(preset) :]]
     return " ".join(shlex.quote(a) for a in args)
 
