@@ -231,7 +231,14 @@ class SFTStageConfig(TrainConfig):
         default=0.0,
         metadata={
             "help": "Share of rows also trained cut after their first assistant turn (the skill choice the "
-            "episode follows), so that choice weighs more in the loss; 0: none."
+            "episode follows), so that choice weighs more in the loss; above 1, copies per row (up to 8); 0: none."
+        },
+    )
+    decision_viewers: int = field(
+        default=0,
+        metadata={
+            "help": "Join up to N of those cut rows under the same harness into one chat (N choices for one "
+            "reading of the harness); 0: viewers_per_row."
         },
     )
 
@@ -247,8 +254,10 @@ class SFTStageConfig(TrainConfig):
             raise ConfigError(f"max_length must be 0 (sized from the data) or positive, got {self.max_length}")
         if self.viewers_per_row < 1:
             raise ConfigError(f"viewers_per_row must be 1 or more, got {self.viewers_per_row}")
-        if not 0.0 <= self.decision_rows <= 1.0:
-            raise ConfigError(f"decision_rows must be within [0, 1], got {self.decision_rows}")
+        if self.decision_viewers < 0:
+            raise ConfigError(f"decision_viewers must be 0 (viewers_per_row) or more, got {self.decision_viewers}")
+        if not 0.0 <= self.decision_rows <= 8.0:
+            raise ConfigError(f"decision_rows must be within [0, 8], got {self.decision_rows}")
         if self.heldout_rows < 0 or self.heldout_steps < 0:
             raise ConfigError(
                 f"heldout_rows and heldout_steps must be 0 or positive, got {self.heldout_rows} and {self.heldout_steps}"

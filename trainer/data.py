@@ -13,6 +13,7 @@ A row is what ``harnessctl augment --trajectories`` writes: ``{"messages": [...O
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,35 +109,69 @@ def join_viewer_rows(rows: list[dict[str, Any]], viewers_per_row: int) -> list[d
     return joined
 
 
-def add_decision_rows(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
-    """``rows`` followed by a copy of every ``1/share``-th row cut after its first assistant turn.
+def decision_cuts(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
+    """Copies of every ``1/share``-th row cut after its first assistant turn (rows whose first
+    assistant turn is their last are not copied); a ``share`` above 1 cuts every row that many
+    times over (2.5: twice, then every other row once more).
 
     Why: the first assistant turn of an episode is the decision the rest follows (which skill to
     load, or which tool to call first), yet it is a few tokens of a row's assistant loss; a cut
     copy carries that decision and nothing else, so the choice gets a larger share of the loss
-    without reweighting TRL's loss. Rows whose first assistant turn is their last are not copied.
+    without reweighting TRL's loss.
 
     >>> rows = [{"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": f"q{i}"},
     ...          {"role": "assistant", "content": f"c{i}"}, {"role": "tool", "content": "t"},
     ...          {"role": "assistant", "content": f"r{i}"}], "tools": []} for i in range(2)]
-    >>> [[m["content"] for m in r["messages"]] for r in add_decision_rows(rows, 0.5)][2:]
+    >>> [[m["content"] for m in r["messages"]] for r in decision_cuts(rows, 0.5)]
     [['S', 'q1', 'c1']]
+    >>> len(decision_cuts(rows, 2.0))
+    4
     """
-    if not 0.0 <= share <= 1.0:
-        raise TrainError(f"decision_rows must be within [0, 1], got {share}")
-    if share == 0.0:
-        return rows
-    extra, owed = [], 0.0
-    for row in rows:
+    if not 0.0 <= share <= MAX_DECISION_COPIES:
+        raise TrainError(f"decision_rows must be within [0, {MAX_DECISION_COPIES}], got {share}")
+    cuts, owed = [], 0.0
+    for row in rows if share else []:
         owed += share
-        if owed < 1.0 - 1e-9:
-            continue
-        owed -= 1.0
         messages = row["messages"]
         first = next(i for i, m in enumerate(messages) if m.get("role") == "assistant")
-        if first < len(messages) - 1:
-            extra.append({"messages": messages[: first + 1], "tools": row["tools"]})
-    return rows + extra
+        while owed >= 1.0 - 1e-9:
+            owed -= 1.0
+            if first < len(messages) - 1:
+                cuts.append({"messages": messages[: first + 1], "tools": row["tools"]})
+    return cuts
+
+
+#: The most times one row is cut into decision chats (``decision_rows``).
+MAX_DECISION_COPIES = 8
+
+
+def training_chats(
+    rows: list[dict[str, Any]], *, viewers_per_row: int = 1, decision_rows: float = 0.0, decision_viewers: int = 0
+) -> tuple[list[dict[str, Any]], int]:
+    """The chats one SFT stage trains on, and how many of them are decision chats: ``rows`` joined
+    ``viewers_per_row`` to a chat (:func:`join_viewer_rows`), then the :func:`decision_cuts` of a
+    share ``decision_rows`` of them joined ``decision_viewers`` to a chat under their harness
+    (0: as many as ``viewers_per_row``).
+
+    Why join the cuts: a cut viewer is its question and its first call, ~60-100 tokens against the
+    harness's ~640; sixteen under one harness put sixteen choices in the tokens one whole viewer
+    row spends on one.
+
+    >>> rows = [{"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": f"q{i}"},
+    ...          {"role": "assistant", "content": f"c{i}"}, {"role": "tool", "content": "t"},
+    ...          {"role": "assistant", "content": f"r{i}"}], "tools": []} for i in range(3)]
+    >>> chats, n = training_chats(rows, viewers_per_row=3, decision_rows=1.0, decision_viewers=3)
+    >>> n, [m["content"] for m in chats[-1]["messages"]]
+    (1, ['S', 'q0', 'c0', 'q1', 'c1', 'q2', 'c2'])
+    """
+    whole = join_viewer_rows(rows, viewers_per_row)
+    cuts = decision_cuts(rows, decision_rows)
+    if decision_rows > 1.0:
+        # Copies of one row would sit side by side and join into the same chats: a seeded shuffle
+        # puts each copy among other viewers (the joining keeps each harness's rows together).
+        random.Random(0).shuffle(cuts)
+    decisions = join_viewer_rows(cuts, decision_viewers or viewers_per_row)
+    return whole + decisions, len(decisions)
 
 
 def token_lengths(rows: list[dict[str, Any]], tokenizer: Any) -> list[int]:

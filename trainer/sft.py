@@ -30,7 +30,7 @@ from trainer.common import (
     training_arguments,
 )
 from trainer.config import SFTStageConfig, TrainConfig
-from trainer.data import add_decision_rows, join_viewer_rows, plan_lengths, read_chat_rows, to_dataset, token_lengths
+from trainer.data import plan_lengths, read_chat_rows, to_dataset, token_lengths, training_chats
 
 
 def sft_trainer(
@@ -109,13 +109,17 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
     rows = read_chat_rows(cfg.data, cfg.split)
     resume_from = prepare_out(cfg, resume)
     model, tokenizer = load_model(cfg.model, cfg)
-    joined = join_viewer_rows(rows, cfg.viewers_per_row)
-    training_rows = add_decision_rows(joined, cfg.decision_rows)
+    training_rows, decision_chats = training_chats(
+        rows,
+        viewers_per_row=cfg.viewers_per_row,
+        decision_rows=cfg.decision_rows,
+        decision_viewers=cfg.decision_viewers,
+    )
     kept, info = fit_rows(training_rows, tokenizer, model, cfg.max_length, cfg.max_truncated_share)
     if cfg.viewers_per_row > 1:
         info.update(viewers_per_row=cfg.viewers_per_row, viewer_rows=len(rows))
     if cfg.decision_rows:
-        info.update(decision_rows=len(training_rows) - len(joined))
+        info.update(decision_chats=decision_chats)
     heldout = heldout_rows(cfg, tokenizer, info["max_length"])
     trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"], heldout)
     if heldout:

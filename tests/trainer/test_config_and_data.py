@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trainer.config import CONFIG_DIR, STAGES, ConfigError, RLStageConfig, SFTStageConfig, field_help, load_config
-from trainer.data import add_decision_rows, join_viewer_rows, plan_lengths, read_chat_rows, token_lengths
+from trainer.data import decision_cuts, join_viewer_rows, plan_lengths, read_chat_rows, token_lengths, training_chats
 from trainer.general_corpus import TOPICS, general_prompts, general_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,8 @@ def test_every_shipped_config_loads_for_every_stage(name):
         (lambda: load_config("sft", None, {"max_steps": "2.5"}), "expected a whole number"),
         (lambda: load_config("sft", None, {"packing": "maybe"}), "expected true or false"),
         (lambda: SFTStageConfig(viewers_per_row=0), "viewers_per_row must be 1 or more"),
-        (lambda: SFTStageConfig(decision_rows=1.5), "decision_rows must be within"),
+        (lambda: SFTStageConfig(decision_rows=8.5), "decision_rows must be within"),
+        (lambda: SFTStageConfig(decision_viewers=-1), "decision_viewers must be 0"),
         (lambda: load_config("base", None, {"copy_share": "30%"}), "expected a number"),
         (lambda: load_config("base", None, {"copy_share": "1.3"}), "copy_share must be within"),
         (lambda: load_config("base", None, {"copy_mix": "lookup=2,quote=1"}), "copy_mix: 'quote=1' is not KIND=WEIGHT"),
@@ -104,16 +105,48 @@ def test_rows_under_one_harness_join_into_one_chat_and_no_turn_is_lost_or_crosse
 
 def test_decision_rows_add_copies_cut_after_the_first_call_and_keep_every_row_whole(trajectories_dir):
     rows = read_chat_rows(trajectories_dir, "train")
-    assert add_decision_rows(rows, 0.0) is rows
-    out = add_decision_rows(rows, 0.5)
+    assert training_chats(rows) == (rows, 0)
+    out, n = training_chats(rows, decision_rows=0.5)
     assert out[: len(rows)] == rows  # the whole rows come first, untouched
     extra = out[len(rows) :]
-    assert len(rows) // 2 - 1 <= len(extra) <= len(rows) // 2
+    assert n == len(extra) and len(rows) // 2 - 1 <= len(extra) <= len(rows) // 2
     for cut in extra:
         roles = [m["role"] for m in cut["messages"]]
         assert roles[-1] == "assistant" and roles.count("assistant") == 1 and "tool" not in roles
         whole = next(r for r in rows if r["messages"][: len(roles)] == cut["messages"])
         assert len(whole["messages"]) > len(roles) and whole["tools"] == cut["tools"]
+
+
+def test_decision_chats_join_many_first_calls_under_one_harness(trajectories_dir):
+    rows = read_chat_rows(trajectories_dir, "train")
+    cuts = decision_cuts(rows, 1.0)
+    chats, n = training_chats(rows, viewers_per_row=2, decision_rows=1.0, decision_viewers=8)
+    whole, decisions = chats[: len(chats) - n], chats[len(chats) - n :]
+    assert whole == join_viewer_rows(rows, 2)
+    assert decisions == join_viewer_rows(cuts, 8) and len(decisions) < len(cuts)
+    for chat in decisions:
+        roles = [m["role"] for m in chat["messages"]]
+        # one harness, then question / first call pairs, never a tool result
+        assert roles[0] == "system" and roles.count("system") == 1 and "tool" not in roles
+        assert roles[1:] == ["user", "assistant"] * (len(roles[1:]) // 2)
+        assert 1 <= roles.count("assistant") <= 8
+    assert sum([m["role"] for m in chat["messages"]].count("assistant") for chat in decisions) == len(cuts)
+    # with decision_viewers 0 the cuts join as the whole rows do
+    assert training_chats(rows, viewers_per_row=2, decision_rows=1.0)[0][len(whole) :] == join_viewer_rows(cuts, 2)
+
+
+def test_decision_rows_above_one_cut_every_row_that_many_times_into_different_chats(trajectories_dir):
+    rows = read_chat_rows(trajectories_dir, "train")
+    once = decision_cuts(rows, 1.0)
+    chats, n = training_chats(rows, decision_rows=2.0, decision_viewers=4)
+    decisions = chats[len(rows) :]
+    firsts = Counter(json.dumps(m, sort_keys=True) for c in decisions for m in c["messages"] if m["role"] == "user")
+    assert sorted(firsts.values()) == sorted(
+        2 * v for v in Counter(json.dumps(c["messages"][1], sort_keys=True) for c in once).values()
+    )
+    # the two copies of a viewer do not sit in the same chats every time
+    neighbours = [tuple(json.dumps(m, sort_keys=True) for m in c["messages"][1::2]) for c in decisions]
+    assert len(set(neighbours)) > len(neighbours) // 2
 
 
 def test_the_general_corpus_answers_satisfy_the_ifeval_checkers():
