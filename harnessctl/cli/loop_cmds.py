@@ -344,12 +344,7 @@ def loop(
 
     Each edit is evaluated on the failing slice, then on all suites, and kept only without a
     regression. Journaled and resumable."""
-    from harnessctl.loop.improve import (
-        LoopConfig,
-        new_loop_id,
-        open_loop_config,
-        run_loop,
-    )
+    from harnessctl.loop.improve import LoopConfig, commit_best, new_loop_id, open_loop_config, run_loop
 
     with cli_errors(ValueError):
         if resume:
@@ -373,15 +368,7 @@ def loop(
                 max_tokens=max_tokens,
             )
             loop_id = loop_id or new_loop_id()
-        started = time.perf_counter()
-
-        def on_step(name: str, data: dict[str, Any]) -> None:
-            if not as_json:
-                err.print(
-                    f"[dim]{time.perf_counter() - started:7.1f}s[/] {name}"
-                    + (f": {data.get('reason')}" if "reason" in data else "")
-                )
-
+        on_step = _step_printer(not as_json)
         with _progress(not as_json) as progress:
             try:
                 result = run_loop(config, loop_id=loop_id, progress=progress, on_step=on_step)
@@ -390,21 +377,31 @@ def loop(
                     f"interrupted; resume with `harnessctl loop --model {config.model} --resume {loop_id} --loops-dir {loops_dir}`",
                     code=130,
                 ) from None
-        applied = None
-        if apply and result.kept:
-            from harnessctl.harness import load_harness
-            from harnessctl.loop.apply import commit_edit
-
-            applied = commit_edit(
-                config.harness_dir,
-                load_harness(result.best_harness),
-                branch=f"harness-loop/{result.loop_id}",
-                message=f"loop {result.loop_id}: " + "; ".join(r["proposal"] for r in result.kept),
-            )
+        applied = commit_best(config, result) if apply else None
     if as_json:
         reference = memorised_surface(config.model)
         print_json(result.to_dict() | {"applied": applied.to_dict() if applied else None, "reference": reference})
         return
+    _print_loop(result, config.model, applied)
+
+
+def _step_printer(enabled: bool) -> Any:
+    """``on_step`` for :func:`~harnessctl.loop.improve.run_loop`: each finished step on stderr, with
+    the seconds since this was made (and the step's reason, if it has one); silent unless ``enabled``."""
+    started = time.perf_counter()
+
+    def on_step(name: str, data: dict[str, Any]) -> None:
+        if enabled:
+            err.print(
+                f"[dim]{time.perf_counter() - started:7.1f}s[/] {name}"
+                + (f": {data.get('reason')}" if "reason" in data else "")
+            )
+
+    return on_step
+
+
+def _print_loop(result: Any, model: str, applied: Any) -> None:
+    """A loop's candidates as a table (each suite before → after), its model, and its outcome."""
     table = Table(title=f"loop {result.loop_id} — {result.stopped}", title_justify="left")
     for col in (
         "cand.",
@@ -429,9 +426,9 @@ def loop(
             "[green]yes[/]" if row["kept"] else f"[red]no[/] ({row['reason']})",
         )
     out.print(table)
-    reference = memorised_surface(config.model)
+    reference = memorised_surface(model)
     if reference:
-        out.print(f"model {config.model} memorising {reference['label']}")
+        out.print(f"model {model} memorising {reference['label']}")
     out.print(
         "baseline "
         + ", ".join(f"{s} {v:.1f}" for s, v in result.baseline.items())

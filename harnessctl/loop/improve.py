@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessctl.eval.compare import compare_results
 from harnessctl.harness import load_harness
@@ -40,6 +40,9 @@ from .edits import Proposal, apply_edit, write_candidate
 from .evaluate import LoopRun, evaluate_items, open_run, standard_items
 from .journal import Journal
 from .propose import propose_llm, propose_rules
+
+if TYPE_CHECKING:
+    from .apply import AppliedEdit
 
 CONFIG = "loop.json"
 Progress = Callable[[str, int, int], None]
@@ -107,6 +110,27 @@ def open_loop_config(loop_id: str, loops_dir: str | Path = "loops") -> LoopConfi
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such loop; start one with `harnessctl loop --model ...`")
     return LoopConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def commit_best(config: LoopConfig, result: LoopResult) -> AppliedEdit | None:
+    """Commit a finished loop's best harness over ``config.harness_dir`` on the branch
+    ``harness-loop/<loop id>`` (see :func:`~harnessctl.loop.apply.commit_edit`), its message naming
+    the kept edits; ``None`` when the loop kept none (nothing to commit).
+
+    >>> applied = commit_best(config, run_loop(config, loop_id="l1"))   # doctest: +SKIP
+    >>> applied.branch                                                  # doctest: +SKIP
+    'harness-loop/l1'
+    """
+    if not result.kept:
+        return None
+    from .apply import commit_edit
+
+    return commit_edit(
+        config.harness_dir,
+        load_harness(result.best_harness),
+        branch=f"harness-loop/{result.loop_id}",
+        message=f"loop {result.loop_id}: " + "; ".join(r["proposal"] for r in result.kept),
+    )
 
 
 def run_loop(

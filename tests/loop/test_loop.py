@@ -3,16 +3,17 @@ and resumes after an interrupt without redoing finished steps."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from harnessctl.loop.improve import LoopConfig, run_loop
+from harnessctl.loop.improve import LoopConfig, commit_best, run_loop
 from harnessctl.loop.journal import Journal, LoopInterrupted
 from tests.conftest import LIVECOMMERCE
 
 from .conftest import EVALS
-from .support import ShortRuleSpanModel, hc, run_cli
+from .support import ShortRuleSpanModel, git, harness_repo, hc, run_cli
 
 
 def _config(tmp_path, **kw) -> LoopConfig:
@@ -66,6 +67,18 @@ def test_the_loop_resumes_after_an_interrupt_without_redoing_finished_steps(tmp_
     assert resumed.final == whole.final and [r["proposal"] for r in resumed.rows] == [r["proposal"] for r in whole.rows]
     steps = [json.loads(x)["step"] for x in journal.read_text().splitlines()]
     assert len(steps) == len(set(steps))
+
+
+def test_the_best_harness_of_a_loop_is_committed_on_its_branch_naming_the_kept_edits(tmp_path):
+    folder = harness_repo(tmp_path, LIVECOMMERCE)
+    config = _config(tmp_path, harness_dir=str(folder))
+    result = run_loop(config, loop_id="a1", backend=ShortRuleSpanModel())
+    assert result.kept, result.rows
+    applied = commit_best(config, result)
+    repo = folder.parent.parent
+    assert applied.branch == "harness-loop/a1" == git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    assert git(repo, "log", "-1", "--format=%s").strip() == "loop a1: " + "; ".join(r["proposal"] for r in result.kept)
+    assert commit_best(config, dataclasses.replace(result, kept=[])) is None
 
 
 def test_each_evaluation_of_the_loop_counts_its_cases_on_a_bar_of_its_own(tmp_path):
