@@ -665,8 +665,7 @@ def bench_latency_cmd(
     Reports P50/P95/P99, time to first token, tokens/s and the share over budget. Exit 1 when P95 is over the budget at any level."""
     import os
 
-    from harnessctl.loop.bench import bench_latency, bench_requests, parse_concurrency
-    from harnessctl.loop.report import bench_page
+    from harnessctl.loop.bench import bench_harness, parse_concurrency
 
     with cli_errors(ValueError):
         levels = parse_concurrency(concurrency)
@@ -676,14 +675,16 @@ def bench_latency_cmd(
             key = os.environ.get(api_key_env)
             if not key:
                 raise CLIError(f"environment variable {api_key_env} is not set (it should hold the API key)")
-        reqs = bench_requests(resolve_harness_path(harness), evals_dir, n=32)
+        folder = resolve_harness_path(harness)
         with _progress(not as_json) as progress:
-            result = bench_latency(
+            result = bench_harness(
                 model,
+                folder,
+                evals_dir,
+                html=html,
                 api_base=api_base,
                 api_key=key,
                 concurrency=levels,
-                requests=reqs,
                 per_level=requests,
                 budget_s=budget,
                 max_tokens=max_tokens,
@@ -692,46 +693,48 @@ def bench_latency_cmd(
                 stream=not no_stream,
                 progress=progress,
             )
-        if html:
-            html.parent.mkdir(parents=True, exist_ok=True)
-            html.write_text(bench_page(result), encoding="utf-8")
-    missed = [lv.concurrency for lv in result.levels if not lv.p95 <= budget]
+    missed = result.over_budget_at()
     if as_json:
         print_json(result.to_dict() | {"over_budget_at": missed})
     else:
-        table = Table(title=f"latency — {model}", title_justify="left")
-        for col in (
-            "concurrency",
-            "n",
-            "errors",
-            "P50 s",
-            "P95 s",
-            "P99 s",
-            "TTFT P50 s",
-            "tokens/s",
-            "over budget",
-            "req/s",
-        ):
-            table.add_column(col, justify="right")
-        for lv in result.levels:
-            table.add_row(
-                str(lv.concurrency),
-                str(lv.n),
-                str(lv.errors),
-                f"{lv.p50:.3f}",
-                f"{lv.p95:.3f}",
-                f"{lv.p99:.3f}",
-                "—" if lv.ttft_p50 is None else f"{lv.ttft_p50:.3f}",
-                "—" if lv.tokens_per_s is None else f"{lv.tokens_per_s:.1f}",
-                f"{100 * lv.over_budget:.1f}%",
-                f"{lv.throughput_rps:.2f}",
-            )
-        out.print(table)
-        if result.note:
-            out.print(f"[dim]{result.note}[/]")
-        if html:
-            out.print(f"HTML written to [bold]{html}[/]")
+        _print_bench(result, html)
     if missed:
         if not as_json:
             err.print(f"[red]P95 over the {budget:g}s budget at concurrency {', '.join(map(str, missed))}[/]")
         raise typer.Exit(EXIT_DIFFERENT)
+
+
+def _print_bench(result: Any, html: Path | None) -> None:
+    """A latency bench as a table, one row per concurrency, with its note and where the page went."""
+    table = Table(title=f"latency — {result.model}", title_justify="left")
+    for col in (
+        "concurrency",
+        "n",
+        "errors",
+        "P50 s",
+        "P95 s",
+        "P99 s",
+        "TTFT P50 s",
+        "tokens/s",
+        "over budget",
+        "req/s",
+    ):
+        table.add_column(col, justify="right")
+    for lv in result.levels:
+        table.add_row(
+            str(lv.concurrency),
+            str(lv.n),
+            str(lv.errors),
+            f"{lv.p50:.3f}",
+            f"{lv.p95:.3f}",
+            f"{lv.p99:.3f}",
+            "—" if lv.ttft_p50 is None else f"{lv.ttft_p50:.3f}",
+            "—" if lv.tokens_per_s is None else f"{lv.tokens_per_s:.1f}",
+            f"{100 * lv.over_budget:.1f}%",
+            f"{lv.throughput_rps:.2f}",
+        )
+    out.print(table)
+    if result.note:
+        out.print(f"[dim]{result.note}[/]")
+    if html:
+        out.print(f"HTML written to [bold]{html}[/]")

@@ -83,6 +83,16 @@ class LatencyBench:
             "levels": [lv.to_dict() for lv in self.levels],
         }
 
+    def over_budget_at(self) -> list[int]:
+        """The concurrencies whose P95 is over the budget (or unknown: every request failed).
+
+        >>> bench = LatencyBench("openai/tiny", None, budget_s=1.0, max_tokens=8)
+        >>> bench.levels = [Level(c, 8, 0, 0.2, p95, 0.9, None, None, None, 0.0, 1.0, False, 1.0) for c, p95 in ((1, 0.5), (4, 1.5))]
+        >>> bench.over_budget_at()
+        [4]
+        """
+        return [lv.concurrency for lv in self.levels if not lv.p95 <= self.budget_s]
+
 
 def bench_requests(
     harness_dir: str | Path, evals_dir: str | Path = "evals", n: int = 32
@@ -228,6 +238,32 @@ def bench_latency(model: str, **kwargs: Any) -> LatencyBench:
     >>> bench_latency("openai/tiny", api_base=url, requests=bench_requests("harnesses/livecommerce"), concurrency=[1])   # doctest: +SKIP
     """
     return asyncio.run(abench_latency(model, **kwargs))
+
+
+def bench_harness(
+    model: str,
+    harness_dir: str | Path,
+    evals_dir: str | Path = "evals",
+    *,
+    html: str | Path | None = None,
+    **kwargs: Any,
+) -> LatencyBench:
+    """:func:`bench_latency` on 32 first turns of the harness (:func:`bench_requests`); with
+    ``html``, the results are also written there as a self-contained page
+    (:func:`~harnessctl.loop.report.bench_page`). ``kwargs`` go to :func:`bench_latency`.
+
+    >>> r = bench_harness("openai/tiny", "harnesses/livecommerce", api_base=url, concurrency=[1, 4], html="out/bench.html")   # doctest: +SKIP
+    >>> r.over_budget_at()                                                                                                   # doctest: +SKIP
+    []
+    """
+    result = bench_latency(model, requests=bench_requests(harness_dir, evals_dir, n=32), **kwargs)
+    if html:
+        from .report import bench_page
+
+        html = Path(html)
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(bench_page(result), encoding="utf-8")
+    return result
 
 
 def _level(c: int, samples: list[Sample], budget_s: float, wall: float, streamed: bool) -> Level:
