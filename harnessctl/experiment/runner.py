@@ -35,20 +35,20 @@ from typing import Any
 from harnessctl.errors import HarnessctlError, Interrupted
 
 from .plan import (
-    ANCHOR_PHASE_DEFAULTS,
     ARMS,
-    COPY_PHASE_DEFAULTS,
     SUITES,
     Arm,
     PlanError,
+    StudyPhase,
     StudyPlan,
+    arm_extras,
     plan_differences,
     plan_options,
 )
 from .results import arm_metrics, judge_goals, markdown_table
 
 PLAN_FILE, ARM_FILE, TRAIN_FILE = "plan.json", "arm.json", "train.json"
-#: The first phase of an arm trained in two (stage 0 with a copy phase, OPD with an anchor phase):
+#: The first phase of an arm trained in two (a registered second phase, :class:`~.plan.StudyPhase`):
 #: its model folder and its train.json.
 GENERAL_DIR, GENERAL_FILE = "general", "general.json"
 RESULTS_JSON, RESULTS_MD, REPORT_HTML = "results.json", "results.md", "report.html"
@@ -187,11 +187,12 @@ def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
 
 
 def _arm_defaults(arm: Arm, root: Path) -> dict[str, Any]:
-    """Fields an arm gets unless the plan sets them: a distillation arm scores its SFT parent's
-    held-out rows as it trains (``heldout_loss``: what distilling costs the agent)."""
-    if arm.stage == "distill" and arm.parent and ARMS[arm.parent].data:
-        return {"heldout": str(root / "data" / str(ARMS[arm.parent].data))}
-    return {}
+    """Fields an arm gets unless the plan sets them: those the installed extensions give its
+    stage's arms (the experimental wing: a distillation arm scores its SFT parent's held-out rows)."""
+    fields: dict[str, Any] = {}
+    for extra in arm_extras(arm.stage):
+        fields.update(extra.defaults(arm, root))
+    return fields
 
 
 def _wiring(plan: StudyPlan, out: Path) -> dict[str, Any]:
@@ -207,53 +208,27 @@ def _curve_points(cfg: Any, fields: dict[str, Any]) -> Any:
     return cfg
 
 
-def copy_phase_config(plan: StudyPlan, root: Path) -> Any:
-    """The trainer config of stage 0's second phase: ``base``'s fields but its size, then
-    :data:`COPY_PHASE_DEFAULTS`, then the plan's ``copy`` fields; it continues the first phase's
-    model into the base arm's ``model`` folder, on one pass of rows unless ``copy.rows`` is set."""
+def phase_config(plan: StudyPlan, arm: Arm, root: Path, phase: StudyPhase) -> Any:
+    """The trainer config of ``arm``'s second phase: the arm's defaults, its stage's plan fields
+    but those ``phase.resets`` (its size), then ``phase.defaults``, then the plan's fields of the
+    phase, then the wiring (from the first phase's model into the arm's ``model`` folder, and
+    ``phase.wiring``'s fields); ``phase.finish`` settles it."""
     from trainer.config import ConfigError, load_config
 
-    arm_dir = root / "arms" / "base"
-    copy_fields = plan.stage_overrides.get("copy", {})
-    base_fields = {k: v for k, v in plan.stage_overrides.get("base", {}).items() if k not in ("max_steps", "rows")}
+    arm_dir = root / "arms" / arm.name
+    fields = plan.stage_overrides.get(phase.name, {})
+    first = {k: v for k, v in plan.stage_overrides.get(arm.stage, {}).items() if k not in phase.resets}
     wiring = {**_wiring(plan, arm_dir / "model"), "model": str(arm_dir / GENERAL_DIR)}
+    if phase.wiring is not None:
+        wiring.update(phase.wiring(plan, arm, root))
+    values = {**_arm_defaults(arm, root), **first, **phase.defaults, **fields, **wiring}
     try:
-        cfg = load_config("base", plan.train_config, {**base_fields, **COPY_PHASE_DEFAULTS, **copy_fields, **wiring})
+        cfg = load_config(arm.stage, plan.train_config, values)
     except ConfigError as e:
-        raise StudyError(f"arm base (copy phase): {e}") from None
-    if "rows" not in copy_fields:  # at least 10, the least stage 0 accepts
-        cfg.rows = max(10, cfg.max_steps * cfg.per_device_batch_size * cfg.gradient_accumulation_steps)
-    return _curve_points(cfg, copy_fields)
-
-
-def anchor_phase_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
-    """The trainer config of the OPD arm's second phase: ``distill``'s fields but its size, then
-    :data:`ANCHOR_PHASE_DEFAULTS`, then the plan's ``anchor`` fields; it continues the first
-    phase's model into the arm's ``model`` folder with the SFT parent as teacher, on prompts cut at
-    every step of the parent's own trajectories, and scores the parent's held-out rows (with
-    ``stop_near_teacher``, the full preset's, it stops once they are back near the parent's loss)."""
-    from trainer.config import ConfigError, load_config
-
-    arm_dir, parent = root / "arms" / arm.name, ARMS[str(arm.parent)]
-    anchor_fields = plan.stage_overrides.get("anchor", {})
-    distill_fields = {
-        k: v for k, v in plan.stage_overrides.get("distill", {}).items() if k not in ("max_steps", "n_prompts")
-    }
-    wiring = {
-        **_wiring(plan, arm_dir / "model"),
-        "model": str(arm_dir / GENERAL_DIR),
-        "teacher": str(root / "arms" / parent.name / "model"),
-        "prompts": str(root / "data" / str(parent.data) / "train.jsonl"),
-    }
-    try:
-        cfg = load_config(
-            "distill",
-            plan.train_config,
-            {**_arm_defaults(arm, root), **distill_fields, **ANCHOR_PHASE_DEFAULTS, **anchor_fields, **wiring},
-        )
-    except ConfigError as e:
-        raise StudyError(f"arm {arm.name} (anchor phase): {e}") from None
-    return _curve_points(cfg, anchor_fields)
+        raise StudyError(f"arm {arm.name} ({phase.name} phase): {e}") from None
+    if phase.finish is not None:
+        phase.finish(cfg, fields)
+    return _curve_points(cfg, fields)
 
 
 def trained(root: Path, arm: Arm) -> bool:
@@ -299,9 +274,9 @@ def link_pretrained_base(plan: StudyPlan, arm_dir: Path) -> dict[str, Any]:
 
 def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> dict[str, Any]:
     """Train ``arm`` (or continue it from its last checkpoint); returns ``train.json``'s content.
-    With a copy phase, stage 0 trains its first phase into ``arms/base/general`` and goes on from
-    there into ``arms/base/model``; with an anchor phase, so does the OPD arm. A stopped study
-    continues the phase it was in."""
+    With a second phase of its stage in the plan (:meth:`~.plan.StudyPlan.second_phase`), it trains
+    its first phase into ``arms/<arm>/general`` and goes on from there into ``arms/<arm>/model``. A
+    stopped study continues the phase it was in."""
     arm_dir = root / "arms" / arm.name
     record = _read_json(arm_dir / TRAIN_FILE)
     if record and trained(root, arm):
@@ -314,16 +289,11 @@ def train_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -
     cfg = stage_config(plan, arm, root)
     source = arm.parent or plan.base_model or "scratch"
     what = f"train {arm.stage} from {source}"
-    if arm.stage == "base" and plan.copy_phase():
-        cfg.copy_probe = 0  # the probe measures the model the arm ends with
-        second = ("copy", "copy phase: continue base on copy rows", lambda: copy_phase_config(plan, root))
-        record = _train_two_phases(arm, cfg, what, second, arm_dir, say, progress)
-    elif arm.stage == "distill" and plan.anchor_phase():
-        second = (
-            "anchor",
-            f"anchor phase: distill back toward {arm.parent} on its trajectories' steps",
-            lambda: anchor_phase_config(plan, arm, root),
-        )
+    if phase := plan.second_phase(arm.stage):
+        if phase.first is not None:
+            phase.first(cfg)
+        label = phase.label.format(parent=arm.parent, arm=arm.name)
+        second = (phase.name, label, lambda: phase_config(plan, arm, root, phase))
         record = _train_two_phases(arm, cfg, what, second, arm_dir, say, progress)
     else:
         record = _train_phase(arm, cfg, what, say, progress)
@@ -525,11 +495,11 @@ def evaluate_arm(
             from harnessctl.models.server import EmbeddedServer
 
             server = EmbeddedServer(
-                resolve_model(f"local:{model_dir}"), model_name=arm.name, port=0, api_key=None
+                resolve_model(eval_model(plan, model_dir)), model_name=arm.name, port=0, api_key=None
             ).start()
             model, api_base, suites = f"openai/{arm.name}", server.url, ["livestream"]
         else:
-            model, api_base = f"local:{model_dir}", None
+            model, api_base = eval_model(plan, model_dir), None
             suites = {"history": ["variant"], "ifeval": ["ifeval"]}.get(kind, list(AGENT_SUITES))
         evals_dir = str(history_evals(plan, root)) if kind == "history" else plan.evals_dir
         limit = {"history": plan.history_limit, "ifeval": plan.ifeval_limit}.get(kind, plan.eval_limit)
@@ -671,6 +641,34 @@ def _study_metrics(arm_dir: Path) -> dict[str, Any]:
     return metrics
 
 
+def eval_model(plan: StudyPlan, model_dir: Path) -> str:
+    """The model string an arm is evaluated through: ``llamacpp:`` for a study on a pretrained base
+    when llama.cpp is installed (``harnessctl[llamacpp]``) and no GPU is present, else ``local:``.
+
+    Why: on a CPU llama.cpp ran SmolLM2 adapter episodes 2.7x faster than transformers with the
+    same greedy turns (46 of 46, docs/models.md#llamacpp-backend); the tiny model (Qwen3) has no
+    llama.cpp export, and on a GPU transformers batches.
+
+    >>> eval_model(StudyPlan(), Path("arms/sft/model"))
+    'local:arms/sft/model'
+    """
+    if plan.pretrained_base and _llamacpp_fits():
+        return f"llamacpp:{model_dir}"
+    return f"local:{model_dir}"
+
+
+def _llamacpp_fits() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    try:
+        import torch
+    except ImportError:
+        return True
+    return not torch.cuda.is_available()
+
+
 def _complete(run_dir: Path) -> bool:
     """Whether the evaluation run in ``run_dir`` has finished every case."""
     return bool((_read_json(run_dir / "summary.json") or {}).get("complete"))
@@ -765,12 +763,8 @@ def run_study(
     # every stage's config and every --arm is checked before anything runs or is written
     for arm in arms:
         stage_config(plan, arm, root)
-    if plan.copy_phase():
-        copy_phase_config(plan, root)
-    if plan.anchor_phase():
-        for arm in arms:
-            if arm.stage == "distill":
-                anchor_phase_config(plan, arm, root)
+        if phase := plan.second_phase(arm.stage):
+            phase_config(plan, arm, root, phase)
     chosen = _chosen_arms(arms, only_arms, root)
     check_inputs(plan, suites=not train_only)
     root = open_study(plan, root)

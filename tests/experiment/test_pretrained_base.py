@@ -3,6 +3,7 @@ arms train LoRA adapters on it and record it by fingerprint; OPD distills to it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -78,3 +79,20 @@ def test_every_arm_of_a_study_on_a_pretrained_base_trains_an_adapter_and_opd_dis
         assert manifest["stage"] in ("distill", "rl") and manifest["parent"].endswith(f"{parent}/model")
     distill = json.loads((arms / "hsa-sft-opd" / "model" / "train.json").read_text())
     assert Path(distill["config"]["teacher"]).resolve() == small_base.resolve()  # reverse KL to the base itself
+
+
+def test_a_study_on_a_pretrained_base_evaluates_its_arms_through_llama_cpp_on_a_cpu(tmp_path, small_base):
+    common = [
+        "experiment", "hat", "--quick", "--id", "pre", "--out", str(tmp_path / "studies"),
+        "--set", f"pretrained_base={small_base}", "--set", "data_n=24", "--set", "data_variants=4",
+        "--set", "eval_limit=1", "--set", "history_limit=1", "--set", "ifeval_limit=2",
+    ]  # fmt: skip
+    trained = runner.invoke(app, [*common, "--train-only", "--arm", "base"])
+    assert trained.exit_code == 0, trained.output
+    result = runner.invoke(app, [*common, "--eval-only"])
+    assert result.exit_code == 0, result.output
+    runs = tmp_path / "studies" / "pre" / "arms" / "base" / "eval"
+    engine = "llamacpp" if importlib.util.find_spec("llama_cpp") else "local"  # the [llamacpp] extra, else transformers
+    for kind in ("suites", "history", "ifeval"):
+        manifest = json.loads((runs / kind / "manifest.json").read_text())
+        assert manifest["model"] == f"{engine}:{(runs.parent / 'model').resolve()}"
