@@ -1,5 +1,7 @@
 """Imports point one way: each layer imports only the layers below it, at module top or inside a
-function (read from the source with ``ast``)."""
+function (read from the source with ``ast``). The experimental wing (``harnessctl/experimental/``)
+is the topmost layer and fenced: nothing outside it imports it, and it imports only the core's
+public names."""
 
 from __future__ import annotations
 
@@ -8,7 +10,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 #: From the bottom up.
-LAYERS = ("harness", "models", "runtime", "sim", "augment", "eval", "loop", "trainer", "experiment", "cli")
+LAYERS = (
+    "harness",
+    "models",
+    "runtime",
+    "sim",
+    "augment",
+    "eval",
+    "loop",
+    "trainer",
+    "experiment",
+    "cli",
+    "experimental",
+)
+WING = "harnessctl.experimental"
+#: Where the core's modules live, and scripts that use them (none may import the wing).
+CORE_ROOTS = ("harnessctl", "trainer", "benchmarks", "scripts")
 
 
 def _layer(module: str) -> str | None:
@@ -20,17 +37,21 @@ def _layer(module: str) -> str | None:
     return None
 
 
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` names, relative imports resolved against ``package``."""
+    if node.level:
+        base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+    return node.module or ""
+
+
 def _imports(path: Path, package: str):
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            module = _from_module(node, package)
             yield node.lineno, module
             for alias in node.names:  # ``from harnessctl import sim``
                 yield node.lineno, f"{module}.{alias.name}"
@@ -54,3 +75,100 @@ def upward_imports() -> list[str]:
 
 def test_no_layer_imports_a_layer_above_it():
     assert upward_imports() == []
+
+
+def _modules(roots: tuple[str, ...]):
+    for root in roots:
+        for path in sorted((REPO / root).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            yield path, ".".join(parts[:-1]) if parts[-1] == "__init__" else ".".join(parts[:-1])
+
+
+def _in_wing(module: str) -> bool:
+    return module == WING or module.startswith(WING + ".")
+
+
+def _dynamic_imports(path: Path):
+    """``importlib.import_module("...")`` and ``__import__("...")`` with a constant name."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                yield node.lineno, node.args[0].value
+
+
+def imports_of_the_wing() -> list[str]:
+    found = []
+    for path, package in _modules(CORE_ROOTS):
+        if path.is_relative_to(REPO / "harnessctl" / "experimental"):
+            continue
+        for line, module in [*_imports(path, package), *_dynamic_imports(path)]:
+            if _in_wing(module):
+                found.append(f"{path.relative_to(REPO)}:{line}: imports {module}")
+    return sorted(set(found))
+
+
+def _core(module: str) -> bool:
+    parts = module.split(".")
+    return parts[0] == "trainer" or (parts[0] == "harnessctl" and not _in_wing(module))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_used(path: Path, package: str) -> list[str]:
+    """Names starting with ``_`` (not dunders) that ``path`` imports from the core, or reads as an
+    attribute of a core module it imported."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, modules = [], set()  # modules: local names bound to core modules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in (a for a in node.names if _core(a.name)):
+                modules.add(alias.asname or alias.name.split(".")[0])
+                if any(map(_private, alias.name.split("."))):
+                    found.append(f"{node.lineno}: imports {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and _core(module := _from_module(node, package)):
+            names = [module] if any(map(_private, module.split("."))) else []
+            names += [f"{module}.{a.name}" for a in node.names if _private(a.name)]
+            found += [f"{node.lineno}: imports {name}" for name in names]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            if isinstance(node.value, ast.Name) and node.value.id in modules:
+                found.append(f"{node.lineno}: reads {node.value.id}.{node.attr}")
+    return found
+
+
+def private_names_the_wing_uses() -> list[str]:
+    return sorted(
+        f"{path.relative_to(REPO)}:{hit}"
+        for path, package in _modules(("harnessctl/experimental",))
+        for hit in private_names_used(path, package)
+    )
+
+
+def test_nothing_outside_the_experimental_wing_imports_it():
+    assert imports_of_the_wing() == []
+
+
+def test_the_experimental_wing_uses_only_the_cores_public_names():
+    assert private_names_the_wing_uses() == []
+
+
+def test_the_fence_checks_see_what_they_forbid(tmp_path):
+    core = tmp_path / "core.py"
+    core.write_text(
+        "def f():\n    from harnessctl.experimental.heldout import HeldoutScorer\n"
+        "    importlib.import_module('harnessctl.experimental')\n",
+        encoding="utf-8",
+    )
+    assert [m for _, m in _imports(core, "trainer")][0] == "harnessctl.experimental.heldout"
+    assert [m for _, m in _dynamic_imports(core)] == ["harnessctl.experimental"]
+    wing = tmp_path / "wing.py"
+    wing.write_text(
+        "import harnessctl.experiment.runner as runner\nfrom trainer.common import _hidden, TrainError\n"
+        "from . import _own\nrunner._train_seconds({})\n",
+        encoding="utf-8",
+    )
+    used = private_names_used(wing, "harnessctl.experimental")
+    assert used == ["2: imports trainer.common._hidden", "4: reads runner._train_seconds"]

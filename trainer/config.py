@@ -21,7 +21,7 @@ import json
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 from harnessctl.errors import HarnessctlError
 
@@ -87,6 +87,9 @@ class TrainConfig:
     num_threads: int = field(default=0, metadata={"help": "torch CPU threads; 0 leaves torch's default."})
 
     stage = ""
+    #: Fields naming a checkpoint, resolved like ``--model`` (``local:PATH``, ``shipped:NAME``) by
+    #: the command line; an extension's config adds its own.
+    checkpoint_fields: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         for name in (
@@ -157,18 +160,12 @@ class BaseStageConfig(TrainConfig):
     learning_rate: float = field(default=3e-3, metadata={"help": "Peak learning rate (from scratch: high)."})
     warmup_steps: int = field(default=30, metadata={"help": "Linear warm-up steps."})
     per_device_batch_size: int = field(default=16, metadata={"help": "Rows per step."})
-    # Random batches. Length-grouped ones hold one kind of row each (the corpus's instructions,
-    # chats and tool calls differ in length), and from scratch at this learning rate the loss
-    # swung and stalled: 1.78 at step 300 against 0.36 with random batches (full study's stage 0).
+    # Random batches: length-grouped ones stalled from scratch (docs/studies/full-rerun.md).
     group_by_length: bool = field(
         default=False,
         metadata={"help": "Batch rows of similar length together (less padding; from scratch it trained worse)."},
     )
-    # Random batches of this corpus are half padding or more (each padded to its longest row).
-    # Joined without it, each row attending only to itself, a step of the copy phase's rows took
-    # 0.88-0.96 s against 1.17-1.22 with the same loss at every step (benchmarks/bench_padding.py
-    # --stage base), but the general rows alone gained nothing (1.21-1.26 s against 1.25-1.28): a
-    # joined batch attends over all its rows' tokens, masked. The study's copy phase turns it on.
+    # Off: only short copy rows gain from it (docs/studies/compute.md#padding-free-batches).
     padding_free: bool = field(
         default=False,
         metadata={
@@ -285,47 +282,6 @@ class DistillStageConfig(TrainConfig):
     eval_suites: str = field(
         default="ifeval,livestream", metadata={"help": "General and domain suites scored before and after."}
     )
-    anchor_teacher: str = field(
-        default="",
-        metadata={
-            "help": "A second teacher (e.g. the SFT parent) for anchor_prompts, in the same run: each step "
-            "distills the general prompts toward teacher and the anchor prompts toward this one. Empty: none."
-        },
-    )
-    anchor_prompts: str = field(
-        default="",
-        metadata={
-            "help": "JSONL of the anchor teacher's prompts (an SFT train.jsonl works: rows cut as prompt_turn says)."
-        },
-    )
-    anchor_share: float = field(
-        default=0.5, metadata={"help": "Share of the n_prompts drawn from anchor_prompts (with anchor_teacher)."}
-    )
-    heldout: str = field(
-        default="",
-        metadata={
-            "help": "Agent rows scored while distilling: an SFT dataset folder (its validation.jsonl) or a "
-            ".jsonl file; their assistant-token loss is logged as heldout_loss every heldout_steps (what "
-            "distillation costs the agent). Empty: none."
-        },
-    )
-    heldout_rows: int = field(default=32, metadata={"help": "Rows of heldout scored (the first N)."})
-    heldout_calls: bool = field(
-        default=False,
-        metadata={
-            "help": "Also log heldout_call_match: the share of the rows' tool-calling turns whose first call "
-            "the student makes as the trajectory did (same tool, same skill), greedily."
-        },
-    )
-    heldout_steps: int = field(default=5, metadata={"help": "Score heldout every N steps (and at the start)."})
-    stop_near_teacher: float = field(
-        default=0.0,
-        metadata={
-            "help": "With heldout: stop once heldout_loss is at most this share above the teacher's on the "
-            "same rows (0.05: within 5 %), or at max_steps; 0: always run max_steps."
-        },
-    )
-
     stage = "distill"
 
     def __post_init__(self) -> None:
@@ -338,22 +294,6 @@ class DistillStageConfig(TrainConfig):
             raise ConfigError(f"temperature must be positive for on-policy sampling, got {self.temperature}")
         if self.prompt_turn not in ("first", "any"):
             raise ConfigError(f"prompt_turn must be first or any, got {self.prompt_turn!r}")
-        if self.heldout_rows < 1 or self.heldout_steps < 1:
-            raise ConfigError(
-                f"heldout_rows and heldout_steps must be at least 1, got {self.heldout_rows} and {self.heldout_steps}"
-            )
-        if self.stop_near_teacher < 0:
-            raise ConfigError(f"stop_near_teacher must be 0 (off) or a positive share, got {self.stop_near_teacher}")
-        if bool(self.anchor_teacher) != bool(self.anchor_prompts):
-            raise ConfigError(
-                "anchor_teacher and anchor_prompts go together: set both (a second teacher and its prompts) or neither"
-            )
-        if not 0.0 < self.anchor_share < 1.0:
-            raise ConfigError(f"anchor_share must be between 0 and 1 (exclusive), got {self.anchor_share}")
-        if self.stop_near_teacher and not self.heldout:
-            raise ConfigError(
-                "stop_near_teacher needs heldout rows to measure: set heldout=DIR (an SFT dataset folder)"
-            )
 
 
 #: Reward weights per scorer component (one TRL reward function each), before the think penalty.
@@ -427,12 +367,36 @@ class RLStageConfig(TrainConfig):
             raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
 
 
+#: The core's config class of each stage (:func:`config_class` gives the one in use).
 CONFIG_CLASSES: dict[str, type[TrainConfig]] = {
     "base": BaseStageConfig,
     "sft": SFTStageConfig,
     "distill": DistillStageConfig,
     "rl": RLStageConfig,
 }
+_EXTENDED: dict[str, type[TrainConfig]] = {}
+
+
+def register_config(stage: str, cls: type[TrainConfig]) -> None:
+    """Make ``cls`` the config of ``stage``: an extension's subclass of the class in use, adding
+    fields (with their checks in its ``__post_init__``) that the stage's hooks read. A subclass of
+    a subclass composes; any other class is refused, so that no registered field is lost."""
+    current = config_class(stage)
+    if not issubclass(cls, current):
+        raise TypeError(f"{cls.__name__} must subclass {current.__name__}, the {stage} config in use")
+    _EXTENDED[stage] = cls
+
+
+def config_class(stage: str) -> type[TrainConfig]:
+    """The config class of ``stage``: the core's, or the subclass an extension registered.
+
+    >>> issubclass(config_class("distill"), DistillStageConfig)
+    True
+    """
+    from harnessctl.extensions import load_extensions
+
+    load_extensions()
+    return _EXTENDED.get(stage) or CONFIG_CLASSES[stage]
 
 
 def config_path(name: str | Path) -> Path:
@@ -499,7 +463,7 @@ def load_config(stage: str, path: str | Path | None = None, overrides: dict[str,
     """The stage's config: defaults < YAML file < overrides (strings are converted to the field's type)."""
     if stage not in CONFIG_CLASSES:
         raise ConfigError(f"unknown stage {stage!r}: choose {', '.join(STAGES)}")
-    cls = CONFIG_CLASSES[stage]
+    cls = config_class(stage)
     values = read_config_file(stage, path) if path else {}
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     hints = get_type_hints(cls)
@@ -580,7 +544,7 @@ def _plain_type(hint: Any) -> Any:
 
 def field_help(stage: str) -> list[tuple[str, str, Any]]:
     """``(name, help, default)`` of every field of the stage's config (for --help and docs)."""
-    cls = CONFIG_CLASSES[stage]
+    cls = config_class(stage)
     out = []
     for f in dataclasses.fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]

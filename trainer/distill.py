@@ -15,7 +15,8 @@ domain (livestream) scores are reported before and after (``eval_suites``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -140,24 +141,66 @@ def check_same_vocabulary(student: Any, teacher: Any, teacher_path: str) -> None
         )
 
 
-def heldout_watch(cfg: DistillStageConfig, tokenizer: Any, model: Any, teacher: Any) -> tuple[Any, dict[str, Any]]:
-    """The callback that scores ``cfg.heldout`` rows during training (None without them), and what
-    the manifest records: the rows, the teacher's loss on them (the agent's teacher: the anchor
-    teacher when there is one) and, with ``stop_near_teacher``, the loss at which training stops."""
-    if not cfg.heldout:
-        return None, {}
-    from trainer.heldout import HeldoutScorer, heldout_callback
+@dataclass
+class DistillRun:
+    """A distillation run as :func:`train_distill` builds it, handed to each registered
+    :class:`DistillHook` in turn: hooks read it and add to it (prompts for another teacher, a
+    trainer factory, callbacks, what the manifest and the summary record)."""
 
-    positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
-    scorer = HeldoutScorer.from_path(cfg.heldout, cfg.heldout_rows, tokenizer, cfg, positions)
-    teacher_loss = scorer.loss(teacher)
-    stop_at = round(teacher_loss * (1 + cfg.stop_near_teacher), 4) if cfg.stop_near_teacher else None
-    info = {"heldout": cfg.heldout, "heldout_rows": len(scorer.rows), "heldout_teacher_loss": teacher_loss}
-    if stop_at is not None:
-        info["heldout_stop_at"] = stop_at
-    if cfg.heldout_calls:
-        info["heldout_teacher_call_match"] = scorer.call_match(teacher)
-    return heldout_callback(scorer, cfg.heldout_steps, stop_at, cfg.heldout_calls), info
+    cfg: DistillStageConfig
+    model: Any
+    tokenizer: Any
+    teacher: Any
+    #: The teacher whose agent the run is held to (a hook with a second teacher may name it).
+    agent_teacher: Any = None
+    #: Prompts a hook takes out of ``n_prompts`` for itself (the run's own prompts are the rest).
+    reserved: int = 0
+    prompts: list[DistillPrompt] = field(default_factory=list)
+    #: Prompts hooks add after the run's own, in order (their rows follow the own prompts' rows).
+    added: list[DistillPrompt] = field(default_factory=list)
+    data_hash: str = ""
+    #: ``make_trainer(rows, **kwargs)``: TRL's ``DistillationTrainer`` unless a hook sets another.
+    make_trainer: Callable[..., Any] | None = None
+    #: The trainer, once made (callbacks that log through it read it here).
+    trainer: Any = None
+    callbacks: list[Any] = field(default_factory=list)
+    #: Manifest entries: about teachers (after ``teacher``), and the rest (after ``data``).
+    teachers: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+class DistillHook:
+    """One extension of stage 2, registered with :func:`register_distill_hook`: each method is
+    called at one point of :func:`train_distill` with the :class:`DistillRun`, and does nothing
+    here. The experimental wing's second teacher and held-out rows are two."""
+
+    def start(self, run: DistillRun) -> None:
+        """The student and teacher are loaded; no prompt is read yet (set ``run.reserved``)."""
+
+    def prompts(self, run: DistillRun) -> None:
+        """The run's own prompts are read (``run.prompts``, ``run.data_hash``); add to ``run.added``."""
+
+    def ready(self, run: DistillRun) -> None:
+        """Just before the trainer is made: add ``run.callbacks``, ``run.manifest`` entries."""
+
+    def finish(self, run: DistillRun, result: TrainResult) -> None:
+        """Training is done: add to ``result.extra``."""
+
+
+_HOOKS: list[DistillHook] = []
+
+
+def register_distill_hook(hook: DistillHook) -> None:
+    """Run ``hook`` in every later distillation run, after the hooks registered before it."""
+    _HOOKS.append(hook)
+
+
+def distill_hooks() -> list[DistillHook]:
+    """The registered hooks, in order (loading the installed extensions first)."""
+    from harnessctl.extensions import load_extensions
+
+    load_extensions()
+    return list(_HOOKS)
 
 
 def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
@@ -181,25 +224,21 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
     model, tokenizer = load_model(cfg.model, cfg)
     teacher, teacher_tokenizer = load_model(cfg.teacher, cfg, what="--teacher")
     check_same_vocabulary(tokenizer, teacher_tokenizer, cfg.teacher)
-    anchor_teacher, n_anchor = None, 0
-    if cfg.anchor_teacher:
-        check_checkpoint(cfg.anchor_teacher, "anchor_teacher")
-        anchor_teacher, anchor_tokenizer = load_model(cfg.anchor_teacher, cfg, what="anchor_teacher")
-        check_same_vocabulary(tokenizer, anchor_tokenizer, cfg.anchor_teacher)
-        n_anchor = max(1, round(cfg.n_prompts * cfg.anchor_share))
-    n_general = cfg.n_prompts - n_anchor
+    hooks = distill_hooks()
+    run = DistillRun(cfg, model, tokenizer, teacher, agent_teacher=teacher)
+    for hook in hooks:
+        hook.start(run)
+    n_general = cfg.n_prompts - run.reserved
     if cfg.prompts:
-        prompts = read_prompts(cfg.prompts, n_general, turn=cfg.prompt_turn, seed=cfg.seed)
-        data_hash = file_hash(cfg.prompts)
+        run.prompts = read_prompts(cfg.prompts, n_general, turn=cfg.prompt_turn, seed=cfg.seed)
+        run.data_hash = file_hash(cfg.prompts)
     else:
-        prompts = [DistillPrompt([{"role": "user", "content": p}]) for p in general_prompts(n_general, seed=cfg.seed)]
-        data_hash = text_hash(json.dumps([p.messages for p in prompts]))
-    anchor_prompts = []
-    if anchor_teacher is not None:
-        anchor_prompts = read_prompts(
-            cfg.anchor_prompts, n_anchor, turn=cfg.prompt_turn, seed=cfg.seed, what="anchor_prompts"
-        )
-        data_hash = text_hash(f"{data_hash} {file_hash(cfg.anchor_prompts)}")
+        run.prompts = [
+            DistillPrompt([{"role": "user", "content": p}]) for p in general_prompts(n_general, seed=cfg.seed)
+        ]
+        run.data_hash = text_hash(json.dumps([p.messages for p in run.prompts]))
+    for hook in hooks:
+        hook.prompts(run)
     before = {}
     if cfg.eval_suites and resume_from is None:
         before = evaluate(cfg.model, cfg, runs_dir=Path(cfg.out) / "eval-runs-before")
@@ -210,47 +249,39 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
         max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
     )
-    heldout, heldout_info = heldout_watch(cfg, tokenizer, model, anchor_teacher or teacher)
-    rows = prompt_rows(prompts + anchor_prompts, tokenizer)
-    trainer_kwargs = {
-        "model": model,
-        "teacher_model": teacher,
-        "args": args,
-        "processing_class": tokenizer,
-        "peft_config": peft_config(cfg, model),
-    }
-    if anchor_teacher is None:
-        trainer = DistillationTrainer(train_dataset=Dataset.from_list(rows), **trainer_kwargs)
-    else:
-        from trainer.two_teachers import TEACHER_COLUMN, make_two_teacher_trainer
-
-        for i, row in enumerate(rows):
-            row[TEACHER_COLUMN] = int(i >= len(prompts))
-        trainer = make_two_teacher_trainer(
-            anchor_teacher=anchor_teacher, train_dataset=Dataset.from_list(rows), **trainer_kwargs
-        )
-    if heldout is not None:
-        heldout.trainer = trainer
-        trainer.add_callback(heldout)
+    for hook in hooks:
+        hook.ready(run)
+    rows = prompt_rows(run.prompts + run.added, tokenizer)
+    make_trainer = run.make_trainer or (
+        lambda rows, **kw: DistillationTrainer(train_dataset=Dataset.from_list(rows), **kw)
+    )
+    run.trainer = make_trainer(
+        rows,
+        model=model,
+        teacher_model=teacher,
+        args=args,
+        processing_class=tokenizer,
+        peft_config=peft_config(cfg, model),
+    )
+    for callback in run.callbacks:
+        run.trainer.add_callback(callback)
     result = run_trainer(
-        trainer,
+        run.trainer,
         cfg,
         parent=cfg.model,
-        data_hash=data_hash,
+        data_hash=run.data_hash,
         resume_from=resume_from,
         progress=progress,
         extra_manifest={
             "teacher": cfg.teacher,
-            **({"anchor_teacher": cfg.anchor_teacher, "anchor_prompts": len(anchor_prompts)} if anchor_prompts else {}),
-            "data": cfg.prompts or f"general prompts, {len(prompts)}, seed {cfg.seed}",
-            **heldout_info,
+            **run.teachers,
+            "data": cfg.prompts or f"general prompts, {len(run.prompts)}, seed {cfg.seed}",
+            **run.manifest,
         },
     )
-    result.extra.update(prompts=len(prompts) + len(anchor_prompts), before=before.get("scores", {}), **heldout_info)
-    if heldout is not None:
-        result.extra.update(heldout_loss=heldout.last, stopped_near_teacher_at=heldout.stopped_at)
-        if cfg.heldout_calls:
-            result.extra["heldout_call_match"] = heldout.last_calls
+    result.extra.update(prompts=len(run.prompts) + len(run.added), before=before.get("scores", {}))
+    for hook in hooks:
+        hook.finish(run, result)
     return finish(result, cfg)
 
 

@@ -191,7 +191,7 @@ def rl(
 def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
     with cli_errors():
         try:
-            from trainer.config import load_config, parse_set
+            from trainer.config import config_class, load_config, parse_set
             from trainer.required import check_inputs
             from trainer.stages import run_stage
         except ImportError as e:
@@ -199,8 +199,9 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
                 f"the trainer needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
             ) from None
         overrides: dict[str, Any] = dict(parse_set(item) for item in sets or [])
-        if overrides.get("anchor_teacher"):  # a checkpoint like --teacher: local:PATH, shipped:NAME
-            overrides["anchor_teacher"] = checkpoint_folder(overrides["anchor_teacher"])
+        for name in config_class(stage).checkpoint_fields:  # checkpoints like --teacher: local:PATH, shipped:NAME
+            if overrides.get(name):
+                overrides[name] = checkpoint_folder(overrides[name])
         overrides.update(
             {
                 k: (checkpoint_folder(str(v)) if k in ("model", "teacher") else str(v))

@@ -9,9 +9,9 @@ and about two and a half hours on another (AVX2 only, fp32); the 90 minutes a st
 depend on the processor.
 
 A step is timed after the probe's first, which carries the warm-up (the trainer logs the elapsed
-time of every row). Held-out scoring (the OPD arm's ``heldout`` rows) is timed once and counted at
-every check the plan's phases make; an anchor phase is counted at its ``max_steps`` (it may stop
-sooner). Evaluation is timed on the shipped HAT rather than on the probe's arms, which a few steps
+time of every row). Checks an extension makes while a phase trains (the experimental wing's
+held-out rows) are timed once by it and counted at every check the plan's phases make; a phase
+that may stop early is counted at its ``max_steps``. Evaluation is timed on the shipped HAT rather than on the probe's arms, which a few steps
 from scratch leave answering unlike trained ones. RL is timed on the probe's own policy, whose
 episodes may run longer or shorter than a trained one's (quick preset: 30 s projected, 23 s trained;
 from the shipped HAT, RL steps took 10-22 s, 17 on average, against the full probe's 11.7).
@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .plan import SUITES, StudyPlan, apply_overrides
+from .plan import SUITES, StudyPlan, apply_overrides, arm_extras
 
 #: Steps each phase of the probe trains: enough to time a step, few enough to take minutes.
 PROBE_STEPS = 3
@@ -138,40 +138,39 @@ class StudyEstimate:
 
 
 def probe_plan(plan: StudyPlan) -> StudyPlan:
-    """``plan`` with every phase cut to :data:`PROBE_STEPS` steps and a tenth of its cases;
-    held-out scoring off (scored at the first and the last step of so short a run, it would
-    count several times over), and an anchor phase that does not stop early.
+    """``plan`` with every phase cut to :data:`PROBE_STEPS` steps and a tenth of its cases, and
+    what the installed extensions set for a probe (the experimental wing: held-out scoring off,
+    which scored at the first and the last step of so short a run would count several times over,
+    and an anchor phase that does not stop early).
 
-    >>> from harnessctl.experiment import full_plan
-    >>> p = probe_plan(full_plan())
-    >>> p.data_n, p.stage_overrides["copy"]["max_steps"], p.stage_overrides["anchor"]["stop_near_teacher"]
-    (600, '3', '0')
+    >>> from harnessctl.experiment import quick_plan
+    >>> p = probe_plan(quick_plan())
+    >>> p.data_n, p.stage_overrides["sft"]["max_steps"]
+    (48, '3')
     """
     cases = min(plan.data_n, max(PROBE_CASES, round(plan.data_n * PROBE_SHARE)))
     variants = min(plan.data_variants, max(PROBE_CASES, round(plan.data_variants * PROBE_SHARE)))
     sets = [f"data_n={cases}", f"data_variants={variants}"]
     for stage in ("base", "sft", "distill", "rl"):
         sets.append(f"{stage}.max_steps={PROBE_STEPS}")
-    sets += [f"base.rows={PROBE_CASES * 2}", "distill.heldout=", "sft.heldout_rows=0"]
-    if plan.copy_phase():
-        sets.append(f"copy.max_steps={PROBE_STEPS}")
-    if plan.anchor_phase():
-        sets += [f"anchor.max_steps={PROBE_STEPS}", "anchor.stop_near_teacher=0", "anchor.heldout="]
+    sets += [f"base.rows={PROBE_CASES * 2}", "sft.heldout_rows=0"]
+    for extra in arm_extras():
+        sets += extra.probe_sets
+    for phase in plan.phases():
+        sets += [f"{phase.name}.max_steps={PROBE_STEPS}", *phase.probe_sets]
     return apply_overrides(plan, sets)
 
 
 def planned_configs(plan: StudyPlan, root: Path) -> dict[tuple[str, str], Any]:
     """``{(arm, phase): trainer config}`` as ``plan`` would train them (phase ``general`` for a
-    one-phase arm, then ``copy`` or ``anchor`` for its second phase)."""
-    from .runner import anchor_phase_config, copy_phase_config, stage_config
+    one-phase arm, then its second phase's name)."""
+    from .runner import phase_config, stage_config
 
     configs: dict[tuple[str, str], Any] = {}
     for arm in plan.arms():
         configs[(arm.name, "general")] = stage_config(plan, arm, root)
-        if arm.stage == "base" and plan.copy_phase():
-            configs[(arm.name, "copy")] = copy_phase_config(plan, root)
-        if arm.stage == "distill" and plan.anchor_phase():
-            configs[(arm.name, "anchor")] = anchor_phase_config(plan, arm, root)
+        if phase := plan.second_phase(arm.stage):
+            configs[(arm.name, phase.name)] = phase_config(plan, arm, root, phase)
     return configs
 
 
@@ -246,51 +245,6 @@ def sft_seconds_per_step(phase: ProbePhase, record: dict[str, Any], cfg: Any) ->
         return None
     rows_per_step = int(cfg.per_device_batch_size) * int(cfg.gradient_accumulation_steps)
     return round(per_token * rows_per_step * row_tokens / rows, 4)
-
-
-def heldout_checks(cfg: Any) -> int:
-    """How often a distillation phase scores its held-out rows: its teacher once, the student at
-    step 0, every ``heldout_steps`` and at the last step (0 without ``heldout`` rows).
-
-    >>> cfg = type("Cfg", (), {"heldout": "data/hsa", "max_steps": 60, "heldout_steps": 5})
-    >>> heldout_checks(cfg), heldout_checks(type("Cfg", (), {"heldout": ""}))
-    (14, 0)
-    """
-    if not getattr(cfg, "heldout", ""):
-        return 0
-    steps, every = int(cfg.max_steps), max(1, int(cfg.heldout_steps))
-    return 2 + steps // every + (1 if steps % every else 0)
-
-
-def heldout_check_seconds(cfg: Any, model_dir: Path, rows: int) -> float:
-    """Seconds one check of ``rows`` of ``cfg``'s held-out rows takes ``model_dir``'s model (the
-    loss, and with ``heldout_calls`` the call match), timed on a second check of the rows there
-    are (the first carries the warm-up) and scaled to ``rows``: a probe's dataset holds fewer."""
-    from trainer.common import load_model
-    from trainer.heldout import HeldoutScorer
-
-    model, tokenizer = load_model(model_dir, cfg)
-    positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
-    scorer = HeldoutScorer.from_path(cfg.heldout, cfg.heldout_rows, tokenizer, cfg, positions)
-
-    def check() -> None:
-        scorer.loss(model)
-        if cfg.heldout_calls:
-            scorer.call_match(model)
-
-    check()
-    started = time.perf_counter()
-    check()
-    return (time.perf_counter() - started) * rows / len(scorer.rows)
-
-
-def planned_heldout_rows(cfg: Any, probe_n: int, plan_n: int) -> int:
-    """The held-out rows ``cfg`` scores in the plan: its ``heldout_rows``, or fewer where the
-    plan's validation file is smaller (the probe's, ``probe_n`` cases, scaled to ``plan_n``)."""
-    from trainer.data import read_chat_rows
-
-    probe_rows = len(read_chat_rows(cfg.heldout, "validation", what="heldout"))
-    return max(1, min(int(cfg.heldout_rows), round(probe_rows * plan_n / max(probe_n, 1))))
 
 
 def suite_sizes(plan: StudyPlan, root: Path) -> dict[str, int]:
@@ -439,11 +393,11 @@ def estimate_study(
             per_step = measured.seconds_per_step()
             if cfg.stage == "sft":
                 per_step = sft_seconds_per_step(measured, records[name], cfg) or per_step
-            heldout_s = 0.0
-            if checks := heldout_checks(cfg):
-                say(f"timing {name}'s held-out scoring ({phase}: {checks} checks)")
-                rows = planned_heldout_rows(cfg, probe.data_n, plan.data_n)
-                heldout_s = checks * heldout_check_seconds(cfg, root / "arms" / name / "model", rows)
+            model_dir = root / "arms" / name / "model"
+            checks = [e.check_seconds for e in arm_extras(cfg.stage) if e.check_seconds is not None]
+            heldout_s = sum(
+                (seconds(cfg, model_dir, probe.data_n, plan.data_n, say, name, phase) for seconds in checks), 0.0
+            )
             phases.append(PhaseEstimate(name, phase, int(cfg.max_steps), measured.steps, per_step, round(heldout_s, 1)))
         hardware = next((r["hardware"] for r in records.values() if r.get("hardware")), {})
         evaluation, timed_on = probe_evaluation(plan, root, say, progress)

@@ -3,16 +3,16 @@ sizes of everything (data, steps per stage, evaluation), as one plain, recorded 
 
 Arms, in the order they run (a parent always runs first):
 
-- ``base`` — stage 0 from scratch (or ``base_model`` continued) on the general corpus; with a
-  ``copy`` stage in the plan (the full preset's ``copy.max_steps=2500``; ``0`` turns it off) it
-  goes on in a second phase on copy rows at a steady learning rate, until the model copies a fresh
-  code from its context;
+- ``base`` — stage 0 from scratch (or ``base_model`` continued) on the general corpus;
 - ``fixed-sft`` — base → SFT on trajectories under the shipped harness only;
 - ``hsa-sft`` — base → SFT on trajectories under augmented harnesses (same cases, same steps);
 - ``hsa-sft-opd`` — hsa-sft → general on-policy distillation to the base;
 - ``hat`` — hsa-sft-opd → GRPO in the simulator with a fresh variant per prompt group;
 - with ``ablations``: ``hsa-only-rl`` (fixed-sft → HSA-RL) and ``hsa-only-sft`` (hsa-sft → RL without
   HSA) — both skip OPD, so they compare with each other: where HSA matters more.
+
+An extension may give a stage's arms a second phase (:class:`StudyPhase`, :func:`register_phase`):
+the experimental wing's copy phase of stage 0 and anchor phase of OPD, both in the full preset.
 
 >>> plan = quick_plan()
 >>> [a.name for a in plan.arms()]
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,38 +63,126 @@ ABLATION_ARMS = (
 )
 ARMS = {a.name: a for a in MAIN_ARMS + ABLATION_ARMS}
 SUITES = ("livestream", "variant", "robustness", "ifeval")
-#: Stages a plan sizes: the trainer's four; ``copy``, stage 0's optional second phase (stage 0
-#: fields, applied over ``base``'s); and ``anchor``, the OPD arm's optional second phase (distill
-#: fields, applied over ``distill``'s).
-STAGES = ("base", "copy", "sft", "distill", "anchor", "rl")
-#: The second phase of each stage that has one, by the plan stage that sizes it.
-PHASES = {"copy": "base", "anchor": "distill"}
-#: The copy phase's settings unless the plan sets them: half copy rows at a steady learning rate
-#: (copying forms in a phase change that a decayed cosine schedule or diluted rows stop short of),
-#: and the copy probe on 60 prompts per kind; padding-free batches (these rows are 60 % padding in
-#: random batches: 1.2-1.6x faster a step here, the same losses).
-COPY_PHASE_DEFAULTS = {
-    "copy_share": 0.5,
-    "lr_scheduler_type": "constant_with_warmup",
-    "copy_probe": 60,
-    "padding_free": True,
-}
-#: The anchor phase's settings unless the plan sets them: after OPD to the base on general prompts,
-#: distillation back toward the SFT parent on prompts cut at every step of the parent's own
-#: trajectories (OPD alone stopped the product lookups; 20 such steps brought them back).
-ANCHOR_PHASE_DEFAULTS = {"max_steps": 20, "n_prompts": 240, "prompt_turn": "any"}
-#: The presets' episodes in flight in the in-process evaluation runs: on two CPU cores 16 took
-#: 14-17 % less time than 8 (bigger batches per ``model.generate``) and 32 gained little more.
+#: The trainer stages a plan sizes, in the order the arms run them; an extension may add a second
+#: phase after one of them (:func:`register_phase`).
+CORE_STAGES = ("base", "sft", "distill", "rl")
+#: The presets' episodes in flight in the in-process evaluation runs (16 beat 8 on two cores:
+#: docs/studies/compute.md).
 EVAL_JOBS = 16
 
 
-def config_stage(stage: str) -> str:
-    """The trainer stage whose config fields a plan stage takes (``copy`` is stage 0's).
+@dataclass(frozen=True)
+class StudyPhase:
+    """A second phase an arm's trainer stage goes on with, registered by an extension: the arm
+    trains its stage as planned into ``arms/<arm>/general/``, then this phase from that model into
+    ``arms/<arm>/model/``. The plan sizes it as a stage of its own (``--set NAME.FIELD=VALUE``,
+    fields of ``stage``'s trainer config); 0 ``max_steps`` is no such phase."""
 
-    >>> config_stage("copy"), config_stage("anchor"), config_stage("sft")
-    ('base', 'distill', 'sft')
+    #: The plan stage that sizes it (``--set NAME.max_steps=N``).
+    name: str
+    #: The trainer stage it continues, and whose arms have it.
+    stage: str
+    #: What it does, for the progress line (``{parent}``: the arm's parent arm).
+    label: str
+    #: Fields it takes unless the plan's phase sets them (over the first phase's fields).
+    defaults: dict[str, Any] = field(default_factory=dict)
+    #: The first phase's fields it does not keep (its size).
+    resets: tuple[str, ...] = ("max_steps",)
+    #: ``{preset: fields}``: the presets that have this phase, and its fields there.
+    presets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``wiring(plan, arm, root)``: fields from the study folder (a teacher, prompts), over all others.
+    wiring: Callable[..., dict[str, Any]] | None = None
+    #: ``finish(cfg, fields)``: the phase's trainer config settled after it is made (fields: the plan's).
+    finish: Callable[..., Any] | None = None
+    #: ``first(cfg)``: the arm's first phase's config settled before it trains.
+    first: Callable[..., Any] | None = None
+    #: ``--set`` items (after ``NAME.max_steps``) that make the phase fit an estimate's probe.
+    probe_sets: tuple[str, ...] = ()
+    #: ``normal(fields, stages)``: the phase's plan fields as a plan written before a field existed
+    #: meant them (text values; ``stages``: every stage's), for comparing plans.
+    normal: Callable[..., dict[str, str]] | None = None
+
+
+@dataclass(frozen=True)
+class ArmExtra:
+    """Fields an extension gives every arm of one trainer stage (both phases), what an estimate's
+    probe sets for it, and the seconds its in-training checks add to a phase's estimate."""
+
+    stage: str
+    #: ``defaults(arm, root)``: fields unless the plan sets them.
+    defaults: Callable[..., dict[str, Any]]
+    #: ``--set`` items an estimate's probe plan adds (checks that would count several times over).
+    probe_sets: tuple[str, ...] = ()
+    #: ``check_seconds(cfg, model_dir, probe_cases, plan_cases, say, where)``: seconds of checks.
+    check_seconds: Callable[..., float] | None = None
+
+
+_PHASES: dict[str, StudyPhase] = {}
+_ARM_EXTRAS: list[ArmExtra] = []
+
+
+def register_phase(phase: StudyPhase) -> None:
+    """Add ``phase`` to every plan (a stage of its own, after ``phase.stage``); refused when a
+    stage of that name exists or its stage already has a second phase."""
+    if phase.name in CORE_STAGES or phase.name in _PHASES:
+        raise ValueError(f"study phase {phase.name!r}: a stage of that name exists")
+    if phase.stage not in CORE_STAGES or any(p.stage == phase.stage for p in _PHASES.values()):
+        raise ValueError(f"study phase {phase.name!r}: {phase.stage!r} is not a stage, or has a second phase")
+    _PHASES[phase.name] = phase
+
+
+def register_arm_extra(extra: ArmExtra) -> None:
+    """Give every arm of ``extra.stage`` its fields (see :class:`ArmExtra`)."""
+    _ARM_EXTRAS.append(extra)
+
+
+def study_phases() -> dict[str, StudyPhase]:
+    """The registered phases by name (loading the installed extensions first)."""
+    from harnessctl.extensions import load_extensions
+
+    load_extensions()
+    return dict(_PHASES)
+
+
+def arm_extras(stage: str | None = None) -> list[ArmExtra]:
+    """The registered arm fields (of ``stage``'s arms only, when given)."""
+    from harnessctl.extensions import load_extensions
+
+    load_extensions()
+    return [e for e in _ARM_EXTRAS if stage is None or e.stage == stage]
+
+
+def plan_stages() -> tuple[str, ...]:
+    """The stages a plan sizes: the trainer's four, each followed by its registered second phase.
+
+    >>> plan_stages()[0], plan_stages()[-1]
+    ('base', 'rl')
     """
-    return PHASES.get(stage, stage)
+    phases = study_phases().values()
+    return tuple(s for stage in CORE_STAGES for s in (stage, *(p.name for p in phases if p.stage == stage)))
+
+
+def config_stage(stage: str) -> str:
+    """The trainer stage whose config fields a plan stage takes (a phase's is the stage it continues).
+
+    >>> config_stage("sft")
+    'sft'
+    """
+    phase = study_phases().get(stage)
+    return phase.stage if phase else stage
+
+
+def phase_hint() -> str:
+    """Where second phases come from, said when a plan names a stage no installed extension
+    registers (a ``plan.json`` recorded with the experimental wing's copy or anchor phase); empty
+    while any phase is registered."""
+    if study_phases():
+        return ""
+    return (
+        " (second phases such as copy and anchor are registered by extensions under the entry-point group "
+        "harnessctl.extensions, the package's experimental wing among them: reinstall harnessctl with "
+        "`pip install -e .` to load it)"
+    )
 
 
 @dataclass
@@ -112,14 +201,11 @@ class StudyPlan:
     #: ``base`` arm itself, untrained: the SFT arms train LoRA adapters on it and OPD distills to
     #: it. Empty: stage 0 trains the tiny model (``base_model`` aside).
     pretrained_base: str = ""
-    #: Trajectory cases of both SFT datasets (the same cases, fixed harness vs augmented). Sized for
-    #: about one pass of SFT over them: the oracle writes thousands a minute, and a tiny model that
-    #: sees the same rows four times starts learning them by heart (1,200 rows, 600 steps, shipped
-    #: harness: training loss 0.27 against 0.37 on held-out rows).
+    #: Trajectory cases of both SFT datasets (the same cases, fixed harness vs augmented), sized for
+    #: about one pass of SFT: seen four times, rows are learned by heart (docs/studies/full-1200.md).
     data_n: int = 6000
     #: HSA variants the augmented dataset draws from (a tenth held out for validation). Many, so
-    #: that no listing repeats often enough to be learned by name: with 50 (45 in training) the
-    #: held-out-variant loss stayed at 1.17 while the training loss reached 0.43.
+    #: that no listing repeats often enough to be learned by name (docs/studies/full.md).
     data_variants: int = 1000
     #: HSA strength of the augmented dataset's variants: the share of skills and tools renamed, of
     #: rules and descriptions rewritten, and so on (the variant suite's held-out variants use 0.5-0.7).
@@ -144,8 +230,7 @@ class StudyPlan:
     #: Cases of the real-history slice (the variant suite's cases under v1 and v2) per arm; 0: all of them.
     history_limit: int = 0
     #: IFEval prompts per arm, scored in a run of their own; 0: every prompt (1,000). Not
-    #: ``eval_limit``: the OPD goal compares pass rates a few points apart, and 40 prompts drew
-    #: the base at 17.5 where 1,000 drew it at 8.1. A thousand cost about 90 s per arm on one core.
+    #: ``eval_limit``: the OPD goal compares pass rates a few points apart (docs/studies/full.md).
     ifeval_limit: int = 0
     eval_max_tokens: int = 128
     #: Episodes in flight at once in the in-process evaluation runs (batched by the embedded model):
@@ -169,35 +254,31 @@ class StudyPlan:
         for name in ("eval_limit", "history_limit", "ifeval_limit"):
             if int(getattr(self, name)) < 0:
                 raise PlanError(f"{name} must be 0 (every case) or positive, got {getattr(self, name)}")
-        unknown = sorted(set(self.stage_overrides) - set(STAGES))
+        unknown = sorted(set(self.stage_overrides) - set(plan_stages()))
         if unknown:
-            raise PlanError(f"stage_overrides: unknown stage {unknown[0]!r}; stages are {', '.join(STAGES)}")
+            stages = ", ".join(plan_stages())
+            raise PlanError(f"stage_overrides: unknown stage {unknown[0]!r}; stages are {stages}{phase_hint()}")
         for stage, values in self.stage_overrides.items():
             _check_stage_fields(stage, values)
 
-    def copy_phase(self) -> bool:
-        """Whether stage 0 has its second phase on copy rows: the plan has a ``copy`` stage whose
-        ``max_steps`` is not 0 (``--set copy.max_steps=0`` turns the full preset's phase off).
+    def second_phase(self, stage: str) -> StudyPhase | None:
+        """The second phase ``stage``'s arms go on with in this plan: a registered phase of that
+        stage that the plan sizes with ``max_steps`` other than 0 (``--set copy.max_steps=0``
+        turns the full preset's copy phase off); None: the stage runs once.
 
-        >>> full_plan().copy_phase(), quick_plan().copy_phase()
-        (True, False)
-        >>> apply_overrides(full_plan(), ["copy.max_steps=0"]).copy_phase()
-        False
+        >>> quick_plan().second_phase("base") is None
+        True
         """
-        return self._phase("copy")
+        phase = next((p for p in study_phases().values() if p.stage == stage), None)
+        if phase is None:
+            return None
+        fields = self.stage_overrides.get(phase.name)
+        on = fields is not None and str(fields.get("max_steps", "")).strip() != "0"
+        return phase if on else None
 
-    def anchor_phase(self) -> bool:
-        """Whether the OPD arm has its second phase, back toward its SFT parent on the agent's own
-        steps: the plan has an ``anchor`` stage whose ``max_steps`` is not 0.
-
-        >>> full_plan().anchor_phase(), quick_plan().anchor_phase()
-        (True, False)
-        """
-        return self._phase("anchor")
-
-    def _phase(self, stage: str) -> bool:
-        fields = self.stage_overrides.get(stage)
-        return fields is not None and str(fields.get("max_steps", "")).strip() != "0"
+    def phases(self) -> list[StudyPhase]:
+        """Every second phase this plan trains, in stage order."""
+        return [p for stage in CORE_STAGES if (p := self.second_phase(stage))]
 
     def arms(self) -> list[Arm]:
         """The arms this plan runs, parents first."""
@@ -213,12 +294,9 @@ class StudyPlan:
 
 
 def full_plan(**kw: Any) -> StudyPlan:
-    """The full study: what the shipped checkpoints were trained with. Stage 0 has a copy phase
-    of 2,500 steps (a base that copies a code from its context: without it no arm ever named the
-    product on screen); the quick preset's 100-step base is too short for copying to form, so it
-    has none. OPD has an anchor phase back toward its SFT parent (OPD alone stopped the agent's
-    product lookups), sized on the SFT data's held-out rows: it stops once their loss is within 5 %
-    of the parent's, after 60 steps at most."""
+    """The full study: what the shipped checkpoints were trained with, and the second phases the
+    installed extensions give this preset (the experimental wing: stage 0's copy phase and OPD's
+    anchor phase; docs/studies/copying.md, docs/studies/copyphase.md)."""
     kw.setdefault("eval_jobs", EVAL_JOBS)
     return StudyPlan(
         preset="full",
@@ -227,23 +305,38 @@ def full_plan(**kw: Any) -> StudyPlan:
         eval_limit=40,
         history_limit=40,
         ifeval_limit=0,
-        stage_overrides={
-            "base": {"max_steps": 300, "rows": 4800},
-            "copy": {"max_steps": 2500},
-            "sft": {"max_steps": 600},
-            "distill": {"max_steps": 60, "n_prompts": 240},
-            "anchor": {"max_steps": 60, "stop_near_teacher": 0.05},
-            "rl": {"max_steps": 20, "cases": 120},
-        },
+        stage_overrides=with_phases(
+            "full",
+            {
+                "base": {"max_steps": 300, "rows": 4800},
+                "sft": {"max_steps": 600},
+                "distill": {"max_steps": 60, "n_prompts": 240},
+                "rl": {"max_steps": 20, "cases": 120},
+            },
+        ),
         **kw,
     )
+
+
+def with_phases(preset: str, stages: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``stages`` (a preset's stage fields) with the fields of every registered phase that
+    ``preset`` has, each after the stage it continues.
+
+    >>> with_phases("quick", {"sft": {"max_steps": 40}})
+    {'sft': {'max_steps': 40}}
+    """
+    phases = [p for p in study_phases().values() if preset in p.presets]
+    out: dict[str, dict[str, Any]] = {}
+    for stage, fields in stages.items():
+        out[stage] = fields
+        out.update({p.name: dict(p.presets[preset]) for p in phases if p.stage == stage})
+    return out
 
 
 def smollm2_plan(**kw: Any) -> StudyPlan:
     """The study on the pretrained base SmolLM2-135M-Instruct: the base arm is the base zero-shot,
     every other arm a LoRA adapter on it (``trainer/configs/smollm2-cpu.yaml``: r=16 on the top 20
-    of 30 layers). Sized for a 2-core CPU in resumable pieces: an SFT row of ~1,000 tokens costs
-    7-15 s there, so an arm's 600 rows (300 steps of 2) take one to two hours."""
+    of 30 layers). Sized for a 2-core CPU in resumable pieces (docs/studies/smollm2.md)."""
     kw.setdefault("eval_jobs", 8)
     return StudyPlan(
         preset="smollm2",
@@ -327,9 +420,9 @@ def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
     the study folder (and its ``plan.json``) exists."""
     from typing import get_type_hints
 
-    from trainer.config import CONFIG_CLASSES, ConfigError, coerce
+    from trainer.config import ConfigError, coerce, config_class
 
-    cls = CONFIG_CLASSES[config_stage(stage)]
+    cls = config_class(config_stage(stage))
     hints = get_type_hints(cls)
     known = sorted(f.name for f in dataclasses.fields(cls))
     for name, value in values.items():
@@ -358,8 +451,9 @@ def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
             raise PlanError(str(e)) from None
         if "." in key:
             stage, _, name = key.partition(".")
-            if stage not in STAGES or not name:
-                raise PlanError(f"--set {item!r}: {stage!r} is not a stage; use {', '.join(STAGES)}")
+            if stage not in plan_stages() or not name:
+                stages = ", ".join(plan_stages())
+                raise PlanError(f"--set {item!r}: {stage!r} is not a stage; use {stages}{phase_hint()}")
             values["stage_overrides"].setdefault(stage, {})[name] = value
             continue
         if key not in hints or key in ("stage_overrides", "preset"):
@@ -431,7 +525,7 @@ def plan_options(plan: dict[str, Any]) -> list[str]:
         for name, value in sorted(fields.items()):
             if preset_fields.get(name) != value:
                 options += ["--set", f"{stage}.{name}={value}"]
-    for phase in PHASES:  # a phase the preset has and the plan lacks: a study from before the preset had it
+    for phase in study_phases():  # a phase the preset has and the plan lacks: a study from before the preset had it
         if phase in (made.get("stage_overrides") or {}) and phase not in (wanted.get("stage_overrides") or {}):
             options += ["--set", f"{phase}.max_steps=0"]
     return options
@@ -439,17 +533,12 @@ def plan_options(plan: dict[str, Any]) -> list[str]:
 
 def _normal(plan: dict[str, Any]) -> dict[str, Any]:
     """Stage values as text: ``--set sft.max_steps=600`` (a string, checked when the stage's config
-    is built) and a preset's ``600`` are the same plan; a second phase (copy, anchor) of 0 steps is
-    no such phase (a study started before the full preset had one continues with
-    ``--set copy.max_steps=0`` or ``--set anchor.max_steps=0``).
+    is built) and a preset's ``600`` are the same plan; a second phase of 0 steps is no such phase
+    (a study started before the full preset had one continues with ``--set copy.max_steps=0``);
+    and each registered phase reads its fields as a plan from before one of them existed meant them.
 
-    >>> _normal({"stage_overrides": {"copy": {"max_steps": 0}, "sft": {"max_steps": 600}}})
+    >>> _normal({"stage_overrides": {"sft": {"max_steps": 600}}})
     {'stage_overrides': {'sft': {'max_steps': '600'}}}
-
-    An anchor phase that does not say ``stop_near_teacher`` has none, as before the field existed:
-
-    >>> _normal({"stage_overrides": {"anchor": {"max_steps": 20}}})
-    {'stage_overrides': {'anchor': {'max_steps': '20', 'stop_near_teacher': '0'}}}
     """
     stages = plan.get("stage_overrides")
     if not isinstance(stages, dict):
@@ -458,13 +547,12 @@ def _normal(plan: dict[str, Any]) -> dict[str, Any]:
         stage: {k: str(v) for k, v in fields.items()} if isinstance(fields, dict) else fields
         for stage, fields in stages.items()
     }
-    for phase in PHASES:
-        if isinstance(normal.get(phase), dict) and normal[phase].get("max_steps", "").strip() == "0":
-            del normal[phase]
-    anchor = normal.get("anchor")
-    if isinstance(anchor, dict) and "stop_near_teacher" not in anchor:
-        # a plan from before the anchor phase stopped on held-out rows ran its max_steps: the
-        # phase inherits distill's value, and the trainer's is 0 (off)
-        distill = normal.get("distill") if isinstance(normal.get("distill"), dict) else {}
-        normal["anchor"] = {**anchor, "stop_near_teacher": distill.get("stop_near_teacher", "0")}
+    for name, phase in study_phases().items():
+        fields = normal.get(name)
+        if not isinstance(fields, dict):
+            continue
+        if fields.get("max_steps", "").strip() == "0":
+            del normal[name]
+        elif phase.normal is not None:
+            normal[name] = phase.normal(fields, normal)
     return {**plan, "stage_overrides": normal}

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer.common import check_checkpoint, file_hash, load_model, text_hash
+from trainer.distill import DistillHook, DistillRun, check_same_vocabulary, read_prompts
+
 #: The dataset column naming each prompt's teacher (0: the general teacher, 1: the anchor teacher).
 TEACHER_COLUMN = "teacher"
 
@@ -78,3 +81,40 @@ def make_two_teacher_trainer(*, anchor_teacher: Any, **kwargs: Any) -> Any:
             return loss, entropy, valid
 
     return TwoTeacherDistillation(**kwargs)
+
+
+class TwoTeachers(DistillHook):
+    """The distillation hook of ``anchor_teacher``: it loads the second teacher, takes
+    ``anchor_share`` of the ``n_prompts`` from ``anchor_prompts`` and makes the run's trainer a
+    :func:`make_two_teacher_trainer` whose anchor rows follow the run's own."""
+
+    def start(self, run: DistillRun) -> None:
+        cfg = run.cfg
+        if not getattr(cfg, "anchor_teacher", ""):
+            return
+        check_checkpoint(cfg.anchor_teacher, "anchor_teacher")
+        teacher, tokenizer = load_model(cfg.anchor_teacher, cfg, what="anchor_teacher")
+        check_same_vocabulary(run.tokenizer, tokenizer, cfg.anchor_teacher)
+        run.agent_teacher = self.teacher = teacher  # the agent's teacher: held-out rows compare to it
+        run.reserved += max(1, round(cfg.n_prompts * cfg.anchor_share))
+
+    def prompts(self, run: DistillRun) -> None:
+        cfg = run.cfg
+        if not getattr(cfg, "anchor_teacher", ""):
+            return
+        n = max(1, round(cfg.n_prompts * cfg.anchor_share))
+        anchor = read_prompts(cfg.anchor_prompts, n, turn=cfg.prompt_turn, seed=cfg.seed, what="anchor_prompts")
+        first = len(run.prompts) + len(run.added)
+        run.added.extend(anchor)
+        run.data_hash = text_hash(f"{run.data_hash} {file_hash(cfg.anchor_prompts)}")
+        run.teachers.update(anchor_teacher=cfg.anchor_teacher, anchor_prompts=len(anchor))
+        teacher = self.teacher
+
+        def make_trainer(rows: list[dict[str, Any]], **kwargs: Any) -> Any:
+            from datasets import Dataset
+
+            for i, row in enumerate(rows):
+                row[TEACHER_COLUMN] = int(first <= i < first + len(anchor))
+            return make_two_teacher_trainer(anchor_teacher=teacher, train_dataset=Dataset.from_list(rows), **kwargs)
+
+        run.make_trainer = make_trainer

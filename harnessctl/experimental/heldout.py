@@ -7,6 +7,8 @@ logs as ``eval_loss``. :class:`HeldoutScorer` measures it for any model through 
 :class:`HeldoutLoss` logs it every few steps as ``heldout_loss`` and can stop the run once the
 student is back within a share of its teacher's loss on the same rows. The anchor phase of the
 HAT study stops that way: sized on held-out rows rather than on the suites' scores.
+:class:`HeldoutRows` is the distillation hook of the ``heldout`` fields, and :func:`check_seconds`
+what its checks add to a study's estimate.
 
 >>> scorer = HeldoutScorer.from_path("out/datasets/hsa", 32, tokenizer, cfg)   # doctest: +SKIP
 >>> scorer.loss(model)                                                          # doctest: +SKIP
@@ -16,11 +18,14 @@ HAT study stops that way: sized on held-out rows rather than on the suites' scor
 from __future__ import annotations
 
 import copy
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer.common import TrainError, on_cpu, precision
+from trainer.common import TrainError, TrainResult, on_cpu, precision
 from trainer.data import plan_lengths, read_chat_rows, to_dataset, token_lengths
+from trainer.distill import DistillHook, DistillRun
 
 
 class HeldoutScorer:
@@ -164,15 +169,22 @@ def first_call(text: str) -> tuple[str, str | None] | None:
     return calls[0].name, str(skill) if skill is not None else None
 
 
-def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None, calls: bool = False) -> Any:
+def heldout_callback(
+    scorer: HeldoutScorer,
+    every: int,
+    stop_at: float | None,
+    calls: bool = False,
+    *,
+    trainer: Callable[[], Any],
+) -> Any:
     """A ``TrainerCallback`` that logs ``heldout_loss`` (and with ``calls``,
     ``heldout_call_match``) at step 0 and every ``every`` steps, and stops training once the loss
-    is at or below ``stop_at`` (None: never)."""
+    is at or below ``stop_at`` (None: never); ``trainer()`` is the trainer whose log the loss goes
+    to (made after the callback)."""
     from transformers import TrainerCallback
 
     class HeldoutLoss(TrainerCallback):
         def __init__(self) -> None:
-            self.trainer: Any = None  # set by the stage: the trainer whose log the loss goes to
             self.stopped_at: int | None = None
             self.last: float | None = None
             self.last_calls: float | None = None
@@ -188,7 +200,7 @@ def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None, c
             # on_step_end) needs; and the base class's log, since TRL's trainers fold their
             # pending step metrics into whatever is logged next
             should_log = control.should_log
-            Trainer.log(self.trainer, logs)
+            Trainer.log(trainer(), logs)
             control.should_log = should_log
             if stop_at is not None and self.last <= stop_at and state.global_step > 0:
                 self.stopped_at = state.global_step
@@ -203,3 +215,93 @@ def heldout_callback(scorer: HeldoutScorer, every: int, stop_at: float | None, c
                 self._score(state, control, model)
 
     return HeldoutLoss()
+
+
+class HeldoutRows(DistillHook):
+    """The distillation hook of ``heldout``: it scores the agent's teacher on the rows once, logs
+    the student's loss on them as it trains and, with ``stop_near_teacher``, stops once the student
+    is back near the teacher; the manifest and the summary record what it measured."""
+
+    def ready(self, run: DistillRun) -> None:
+        cfg = run.cfg
+        self.callback, self.info = None, {}
+        if not getattr(cfg, "heldout", ""):
+            return
+        positions = int(getattr(run.model.config, "max_position_embeddings", 0) or 0)
+        scorer = HeldoutScorer.from_path(cfg.heldout, cfg.heldout_rows, run.tokenizer, cfg, positions)
+        teacher_loss = scorer.loss(run.agent_teacher)
+        stop_at = round(teacher_loss * (1 + cfg.stop_near_teacher), 4) if cfg.stop_near_teacher else None
+        info = {"heldout": cfg.heldout, "heldout_rows": len(scorer.rows), "heldout_teacher_loss": teacher_loss}
+        if stop_at is not None:
+            info["heldout_stop_at"] = stop_at
+        if cfg.heldout_calls:
+            info["heldout_teacher_call_match"] = scorer.call_match(run.agent_teacher)
+        self.callback = heldout_callback(
+            scorer, cfg.heldout_steps, stop_at, cfg.heldout_calls, trainer=lambda: run.trainer
+        )
+        self.info = info
+        run.callbacks.append(self.callback)
+        run.manifest.update(info)
+
+    def finish(self, run: DistillRun, result: TrainResult) -> None:
+        if self.callback is None:
+            return
+        result.extra.update(self.info)
+        result.extra.update(heldout_loss=self.callback.last, stopped_near_teacher_at=self.callback.stopped_at)
+        if run.cfg.heldout_calls:
+            result.extra["heldout_call_match"] = self.callback.last_calls
+
+
+def heldout_checks(cfg: Any) -> int:
+    """How often a distillation phase scores its held-out rows: its teacher once, the student at
+    step 0, every ``heldout_steps`` and at the last step (0 without ``heldout`` rows).
+
+    >>> cfg = type("Cfg", (), {"heldout": "data/hsa", "max_steps": 60, "heldout_steps": 5})
+    >>> heldout_checks(cfg), heldout_checks(type("Cfg", (), {"heldout": ""}))
+    (14, 0)
+    """
+    if not getattr(cfg, "heldout", ""):
+        return 0
+    steps, every = int(cfg.max_steps), max(1, int(cfg.heldout_steps))
+    return 2 + steps // every + (1 if steps % every else 0)
+
+
+def heldout_check_seconds(cfg: Any, model_dir: Path, rows: int) -> float:
+    """Seconds one check of ``rows`` of ``cfg``'s held-out rows takes ``model_dir``'s model (the
+    loss, and with ``heldout_calls`` the call match), timed on a second check of the rows there
+    are (the first carries the warm-up) and scaled to ``rows``: a probe's dataset holds fewer."""
+    from trainer.common import load_model
+
+    model, tokenizer = load_model(model_dir, cfg)
+    positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+    scorer = HeldoutScorer.from_path(cfg.heldout, cfg.heldout_rows, tokenizer, cfg, positions)
+
+    def check() -> None:
+        scorer.loss(model)
+        if cfg.heldout_calls:
+            scorer.call_match(model)
+
+    check()
+    started = time.perf_counter()
+    check()
+    return (time.perf_counter() - started) * rows / len(scorer.rows)
+
+
+def planned_heldout_rows(cfg: Any, probe_n: int, plan_n: int) -> int:
+    """The held-out rows ``cfg`` scores in the plan: its ``heldout_rows``, or fewer where the
+    plan's validation file is smaller (the probe's, ``probe_n`` cases, scaled to ``plan_n``)."""
+    probe_rows = len(read_chat_rows(cfg.heldout, "validation", what="heldout"))
+    return max(1, min(int(cfg.heldout_rows), round(probe_rows * plan_n / max(probe_n, 1))))
+
+
+def check_seconds(
+    cfg: Any, model_dir: Path, probe_cases: int, plan_cases: int, say: Any, arm: str, phase: str
+) -> float:
+    """The seconds a phase's held-out checks add to a study's estimate: one check timed on the
+    probe's ``model_dir`` model, scaled to the rows the plan scores, times the checks it makes."""
+    checks = heldout_checks(cfg)
+    if not checks:
+        return 0.0
+    say(f"timing {arm}'s held-out scoring ({phase}: {checks} checks)")
+    rows = planned_heldout_rows(cfg, probe_cases, plan_cases)
+    return checks * heldout_check_seconds(cfg, model_dir, rows)

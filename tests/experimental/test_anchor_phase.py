@@ -1,4 +1,4 @@
-"""The OPD arm's anchor phase: with an ``anchor`` stage in the plan, the arm distills to the base
+"""The wing's anchor phase of the OPD arm: with an ``anchor`` stage in the plan, the arm distills to the base
 on general prompts, then goes on from that model back toward its SFT parent on prompts cut at
 every step of the parent's own trajectories; HAT starts from the second phase's model."""
 
@@ -9,13 +9,22 @@ import json
 import pytest
 
 from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, full_plan, quick_plan
-from harnessctl.experiment.runner import GENERAL_DIR, StudyError, anchor_phase_config, run_study, stage_config
+from harnessctl.experiment.runner import GENERAL_DIR, StudyError, phase_config, run_study, stage_config
+from harnessctl.experimental.phases import ANCHOR
+
+
+def anchor_phase_config(plan, arm, root):
+    return phase_config(plan, arm, root, ANCHOR)
+
+
+def anchor_phase(plan) -> bool:
+    return plan.second_phase("distill") is ANCHOR
 
 
 def test_the_anchor_phase_is_the_full_presets_and_its_fields_are_checked(tmp_path):
-    assert full_plan().anchor_phase() and not quick_plan().anchor_phase()  # the full preset's: up to 60 steps
-    assert apply_overrides(quick_plan(), ["anchor.max_steps=20"]).anchor_phase()
-    assert not apply_overrides(full_plan(), ["anchor.max_steps=0"]).anchor_phase()
+    assert anchor_phase(full_plan()) and not anchor_phase(quick_plan())  # the full preset's: up to 60 steps
+    assert anchor_phase(apply_overrides(quick_plan(), ["anchor.max_steps=20"]))
+    assert not anchor_phase(apply_overrides(full_plan(), ["anchor.max_steps=0"]))
     with pytest.raises(PlanError, match="anchor.nope: unknown anchor field"):
         apply_overrides(full_plan(), ["anchor.nope=1"])
     with pytest.raises(StudyError, match=r"arm hsa-sft-opd \(anchor phase\): prompt_turn must be"):

@@ -1,4 +1,4 @@
-"""Stage 0's copy phase: with a ``copy`` stage in the plan, the base arm trains on the general
+"""The wing's copy phase of stage 0: with a ``copy`` stage in the plan, the base arm trains on the general
 corpus, then goes on from that model on copy rows at a steady learning rate, and the SFT arms start
 from the second phase's model. A stopped study continues the phase it was in."""
 
@@ -9,7 +9,16 @@ import json
 import pytest
 
 from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, full_plan, quick_plan
-from harnessctl.experiment.runner import GENERAL_DIR, StudyError, copy_phase_config, stage_config, train_arm
+from harnessctl.experiment.runner import GENERAL_DIR, StudyError, phase_config, stage_config, train_arm
+from harnessctl.experimental.phases import COPY
+
+
+def copy_phase_config(plan, root):
+    return phase_config(plan, ARMS["base"], root, COPY)
+
+
+def copy_phase(plan) -> bool:
+    return plan.second_phase("base") is COPY
 
 
 def small_plan(base_model: str, *extra: str):
@@ -29,10 +38,10 @@ def small_plan(base_model: str, *extra: str):
 
 def test_the_copy_phase_is_set_like_a_stage_and_a_wrong_field_or_value_is_named(tmp_path):
     plan = apply_overrides(quick_plan(), ["copy.max_steps=2200"])
-    assert plan.copy_phase() and not quick_plan().copy_phase()
+    assert copy_phase(plan) and not copy_phase(quick_plan())
     # the full preset has one (2,500 steps); 0 steps turns it off
-    assert full_plan().copy_phase() and copy_phase_config(full_plan(), tmp_path).max_steps == 2500
-    assert not apply_overrides(full_plan(), ["copy.max_steps=0"]).copy_phase()
+    assert copy_phase(full_plan()) and copy_phase_config(full_plan(), tmp_path).max_steps == 2500
+    assert not copy_phase(apply_overrides(full_plan(), ["copy.max_steps=0"]))
     with pytest.raises(PlanError, match="copy.nope: unknown copy field"):
         apply_overrides(quick_plan(), ["copy.nope=1"])
     with pytest.raises(StudyError, match=r"arm base \(copy phase\): copy_share must be within"):

@@ -1,0 +1,39 @@
+"""The experimental wing: study-only code, fenced off from the product. It may change or go
+without notice; the core never imports it and it uses only the core's public names (both
+tested in tests/test_layers.py).
+
+It registers, on import (the package names it under the entry-point group
+``harnessctl.extensions``, which the core's registries load: :mod:`harnessctl.extensions`):
+
+- :mod:`.config` — the distillation knobs only these studies use (``anchor_teacher``,
+  ``anchor_prompts``, ``anchor_share``, ``heldout*``, ``stop_near_teacher``), as the ``distill``
+  config;
+- :mod:`.two_teachers` — two-teacher on-policy distillation (``anchor_teacher``), a distillation hook;
+- :mod:`.heldout` — held-out agent loss while distilling and the ``stop_near_teacher`` rule, a
+  distillation hook, and what its checks add to a study's estimate;
+- :mod:`.phases` — the HAT study's copy phase (stage 0) and anchor phase (OPD), both in the full
+  preset, and the held-out rows every distillation arm scores.
+
+>>> from harnessctl.experiment.plan import plan_stages
+>>> plan_stages()
+('base', 'copy', 'sft', 'distill', 'anchor', 'rl')
+"""
+
+from __future__ import annotations
+
+from harnessctl.experiment.plan import register_arm_extra, register_phase
+from trainer.config import register_config
+from trainer.distill import register_distill_hook
+
+from .config import DistillStudyConfig
+from .heldout import HeldoutRows
+from .phases import ANCHOR, COPY, HELDOUT
+from .two_teachers import TwoTeachers
+
+register_config("distill", DistillStudyConfig)
+# two teachers first: it names the agent's teacher the held-out rows compare against
+register_distill_hook(TwoTeachers())
+register_distill_hook(HeldoutRows())
+register_phase(COPY)
+register_phase(ANCHOR)
+register_arm_extra(HELDOUT)

@@ -1,0 +1,33 @@
+"""Extensions the core calls without naming them: modules listed under the entry-point group
+``harnessctl.extensions`` are imported once, the first time a registry asks, and register what
+they add with the registry they extend (a stage's config class: :func:`trainer.config.register_config`;
+a distillation hook: :func:`trainer.distill.register_distill_hook`; a study phase or arm fields:
+:func:`harnessctl.experiment.plan.register_phase`, :func:`harnessctl.experiment.plan.register_arm_extra`).
+
+The package's own experimental wing (``harnessctl/experimental/``, see docs/train.md) is one;
+without any, every registry holds only the core's own entries.
+
+>>> load_extensions()
+>>> ENTRY_POINT_GROUP
+'harnessctl.extensions'
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+#: The entry-point group naming the modules that register extensions on import.
+ENTRY_POINT_GROUP = "harnessctl.extensions"
+
+_loaded = False
+
+
+def load_extensions() -> None:
+    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import).
+    Marked loaded first, so that a registry asked while an extension imports does not recurse."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
