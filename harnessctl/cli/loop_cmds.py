@@ -239,68 +239,30 @@ def edit(
     """Propose harness edits for a run's failures; apply one as a commit on a new branch.
 
     Each edit is validated and shown as a semantic diff; apply one with --apply, or confirm."""
-    from harnessctl.harness import load_harness
-    from harnessctl.harness.diff_view import print_diff
-    from harnessctl.loop.apply import branch_name, commit_edit
-    from harnessctl.loop.diagnose import diagnose_run
-    from harnessctl.loop.edits import apply_edit, proposal_diff
-    from harnessctl.loop.propose import propose_llm, propose_rules
+    from harnessctl.loop.apply import commit_proposal
+    from harnessctl.loop.propose import propose_edits
 
     with cli_errors(ValueError):
         folder = resolve_harness_path(harness)
-        current = load_harness(folder)
-        d = diagnose_run(run, runs_dir=runs_dir, harness=current)
-        proposals = propose_rules(d, current, harness_dir=folder, limit=limit)
-        rejected: list[Any] = []
-        if proposer:
-            valid, rejected = propose_llm(d, current, proposer, harness_dir=folder, api_base=proposer_api_base)
-            proposals = (valid + proposals)[:limit]
-        for i, p in enumerate(proposals, 1):
-            p.id = f"p{i}"
-            if p.diff is not None:
-                p.diff["to"] = p.id
+        found = propose_edits(
+            run, folder, runs_dir=runs_dir, proposer=proposer, proposer_api_base=proposer_api_base, limit=limit
+        )
+        proposals = found.proposals
         if pick is not None and pick > len(proposals):
             raise CLIError(f"--pick {pick}: there are {len(proposals)} proposal(s)")
     chosen = proposals[(pick or 1) - 1] if proposals else None
     if not as_json:
-        out.print(
-            f"[bold]run {d.run_id}[/]: {d.n_failed} failed cases, {len(d.clusters)} clusters → {len(proposals)} proposal(s)"
-        )
-        for p in proposals:
-            out.print(
-                Text.assemble(
-                    (f"\n{p.id} ", "bold"), (p.title, "bold cyan"), (f"  [{p.source}, impact {p.impact:.2f}]", "dim")
-                )
-            )
-            out.print(Text(f"   why: {p.rationale}", style="dim"))
-            out.print(Text(f"   targets: {', '.join(p.targets)}", style="dim"))
-            hd = proposal_diff(p)
-            if hd is not None:
-                print_diff(hd, out)
-        for p in rejected:
-            out.print(Text(f"rejected ({p.source}): {p.title}: {'; '.join(p.issues)}", style="yellow"))
+        _print_proposals(found)
     applied = None
     if chosen is not None and (
         apply
         or (not as_json and sys.stdin.isatty() and typer.confirm(f"apply {chosen.id} ({chosen.title})?", default=False))
     ):
         with cli_errors(ValueError):
-            applied = commit_edit(
-                folder,
-                apply_edit(current, chosen.ops),
-                branch=branch or branch_name(f"harness-edit/{chosen.title}"),
-                message=f"{current.name}: {chosen.title}\n\n{chosen.rationale}\nTargets: {', '.join(chosen.targets)}",
-            )
+            applied = commit_proposal(folder, found.harness, chosen, branch=branch)
     if as_json:
-        print_json(
-            {
-                "run": d.run_id,
-                "proposals": [p.to_dict() for p in proposals],
-                "rejected": [p.to_dict() for p in rejected],
-                "applied": applied.to_dict() if applied else None,
-                "picked": chosen.id if applied and chosen else None,
-            }
-        )
+        picked = chosen.id if applied and chosen else None
+        print_json(found.to_dict() | {"applied": applied.to_dict() if applied else None, "picked": picked})
         return
     if applied:
         out.print(
@@ -309,6 +271,30 @@ def edit(
         )
     elif proposals:
         out.print("[dim]nothing applied: pass --apply (and --pick N) to commit one on a branch[/]")
+
+
+def _print_proposals(found: Any) -> None:
+    """A run's edit proposals, each with why, its targets and its diff; then the rejected ones."""
+    from harnessctl.harness.diff_view import print_diff
+    from harnessctl.loop.edits import proposal_diff
+
+    d = found.diagnosis
+    out.print(
+        f"[bold]run {d.run_id}[/]: {d.n_failed} failed cases, {len(d.clusters)} clusters → {len(found.proposals)} proposal(s)"
+    )
+    for p in found.proposals:
+        out.print(
+            Text.assemble(
+                (f"\n{p.id} ", "bold"), (p.title, "bold cyan"), (f"  [{p.source}, impact {p.impact:.2f}]", "dim")
+            )
+        )
+        out.print(Text(f"   why: {p.rationale}", style="dim"))
+        out.print(Text(f"   targets: {', '.join(p.targets)}", style="dim"))
+        hd = proposal_diff(p)
+        if hd is not None:
+            print_diff(hd, out)
+    for p in found.rejected:
+        out.print(Text(f"rejected ({p.source}): {p.title}: {'; '.join(p.issues)}", style="yellow"))
 
 
 # -- loop ----------------------------------------------------------------------------------------

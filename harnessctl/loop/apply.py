@@ -94,6 +94,26 @@ def commit_edit(harness_dir: str | Path, candidate: Harness, *, branch: str, mes
         raise
 
 
+def commit_proposal(
+    harness_dir: str | Path, current: Harness, proposal: Any, *, branch: str | None = None
+) -> AppliedEdit:
+    """Apply ``proposal`` (a :class:`~harnessctl.loop.edits.Proposal`) to ``current``, the harness
+    in ``harness_dir``, and commit it with :func:`commit_edit` on ``branch`` (default
+    ``harness-edit/<its title>``), the message giving its title, rationale and targets.
+
+    >>> commit_proposal("harnesses/livecommerce", harness, proposal).branch   # doctest: +SKIP
+    'harness-edit/raise-max_tool_calls-from-1-to-4'
+    """
+    from .edits import apply_edit
+
+    return commit_edit(
+        harness_dir,
+        apply_edit(current, proposal.ops),
+        branch=branch or branch_name(f"harness-edit/{proposal.title}"),
+        message=f"{current.name}: {proposal.title}\n\n{proposal.rationale}\nTargets: {', '.join(proposal.targets)}",
+    )
+
+
 def _restore(repo: Any, folder: Path, head_before: str, previous: str | None, branch: str) -> None:
     """Undo :func:`commit_edit`: the commit, the files under the folder, the branch (other files untouched)."""
     if repo.head.commit.hexsha != head_before:

@@ -29,12 +29,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harnessctl.harness.model import Harness
 
-from .diagnose import Diagnosis
+from .diagnose import Diagnosis, diagnose_run
 from .edits import Proposal, check_proposal
 from .failures import split_element
 
@@ -42,6 +43,58 @@ from .failures import split_element
 BUDGETS = ("max_tool_calls", "max_turns")
 _TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z0-9_.]+)\s*\}\}")
 _NOT = re.compile(r"\s*\(not: [^)]*\)$")
+
+
+@dataclass
+class EditProposals:
+    """What ``harnessctl edit`` offers for a run: its ``diagnosis`` under the current ``harness``,
+    the checked ``proposals`` (numbered ``p1``, ``p2``, … in the order shown) and the LLM proposals
+    that were ``rejected``."""
+
+    diagnosis: Diagnosis
+    harness: Harness
+    proposals: list[Proposal] = field(default_factory=list)
+    rejected: list[Proposal] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.diagnosis.run_id,
+            "proposals": [p.to_dict() for p in self.proposals],
+            "rejected": [p.to_dict() for p in self.rejected],
+        }
+
+
+def propose_edits(
+    run: str | Path,
+    harness_dir: str | Path,
+    *,
+    runs_dir: str | Path = "runs",
+    proposer: str | None = None,
+    proposer_api_base: str | None = None,
+    limit: int = 5,
+) -> EditProposals:
+    """Diagnose ``run`` under the harness in ``harness_dir`` and propose edits for its failures:
+    the rules' (:func:`propose_rules`), after those of ``proposer`` (an LLM, :func:`propose_llm`)
+    when one is named, ``limit`` at most, numbered ``p1``, ``p2``, ….
+
+    >>> found = propose_edits("runs/failing", "harnesses/livecommerce")   # doctest: +SKIP
+    >>> [(p.id, p.title) for p in found.proposals][:1]                    # doctest: +SKIP
+    [('p1', 'raise max_tool_calls from 1 to 4')]
+    """
+    from harnessctl.harness import load_harness
+
+    current = load_harness(harness_dir)
+    d = diagnose_run(run, runs_dir=runs_dir, harness=current)
+    proposals = propose_rules(d, current, harness_dir=harness_dir, limit=limit)
+    rejected: list[Proposal] = []
+    if proposer:
+        valid, rejected = propose_llm(d, current, proposer, harness_dir=harness_dir, api_base=proposer_api_base)
+        proposals = (valid + proposals)[:limit]
+    for i, p in enumerate(proposals, 1):
+        p.id = f"p{i}"
+        if p.diff is not None:
+            p.diff["to"] = p.id
+    return EditProposals(d, current, proposals, rejected)
 
 
 def propose_rules(
