@@ -37,10 +37,10 @@ def time_steps(
     from transformers import set_seed
     from transformers.trainer_callback import PrinterCallback
 
+    from harnessctl.experimental.copy_rows import copy_corpus
     from trainer.common import load_model, quiet
     from trainer.config import load_config
     from trainer.data import read_chat_rows
-    from trainer.general_corpus import general_rows
     from trainer.sft import fit_rows, sft_trainer
 
     quiet()
@@ -63,7 +63,7 @@ def time_steps(
     if stage == "sft":
         rows, info = fit_rows(read_chat_rows(data), tokenizer, model, 0, 0.0)
     else:
-        general = general_rows(cfg.rows, seed=cfg.seed, copy_share=cfg.copy_share)
+        general = copy_corpus(cfg.rows, seed=cfg.seed, share=cfg.copy_share)
         rows, info = fit_rows(general, tokenizer, model, cfg.max_length, max_share=0.0)
     trainer = sft_trainer(model, tokenizer, rows, cfg, info["max_length"])
     trainer.remove_callback(PrinterCallback)

@@ -24,8 +24,8 @@ LAYERS = (
     "experimental",
 )
 WING = "harnessctl.experimental"
-#: Where the core's modules live, and scripts that use them (none may import the wing).
-CORE_ROOTS = ("harnessctl", "trainer", "benchmarks", "scripts")
+#: Where the core's modules live (none may import the wing; benchmarks and tests may).
+CORE_ROOTS = ("harnessctl", "trainer")
 
 
 def _layer(module: str) -> str | None:

@@ -1,6 +1,6 @@
 """The core works with no extension installed (no module under the entry-point group
 ``harnessctl.extensions``, so the experimental wing registers nothing): the product's presets
-plan as before but for the wing's phases, the distill config has only the core's fields, and a
+plan as before but for the wing's phases, the base and distill configs have only the core's fields, and a
 recorded plan that names a wing phase is refused with what to do, not a traceback."""
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ for attempt in (lambda: StudyPlan.from_dict(recorded), lambda: apply_overrides(q
         attempt()
     except PlanError as e:
         errors.append(str(e))
-try:
-    load_config("distill", "tiny-cpu", {"anchor_teacher": "m"})
-except ConfigError as e:
-    errors.append(str(e))
+for stage, field in (("distill", "anchor_teacher"), ("base", "copy_share")):
+    try:
+        load_config(stage, "tiny-cpu", {field: "1"})
+    except ConfigError as e:
+        errors.append(str(e))
 print(json.dumps({
     "stages": plan_stages(),
     "full": list(full.stage_overrides),
@@ -58,7 +59,8 @@ print(json.dumps({
     )
     assert out["stages"] == ["base", "sft", "distill", "rl"] and out["full"] == out["stages"]
     assert out["phases"] == [] and not out["wing"]
-    recorded, overridden, distill = out["errors"]
+    recorded, overridden, distill, base = out["errors"]
     assert "unknown stage 'copy'" in recorded and "pip install -e ." in recorded
     assert "'anchor' is not a stage" in overridden and "harnessctl.extensions" in overridden
     assert "--set anchor_teacher: unknown distill field" in distill
+    assert "--set copy_share: unknown base field" in base

@@ -1,10 +1,10 @@
 """Stage 0, for a model built from scratch: give it what a pretrained base model has — general
 instruction following and the tool-call form — by supervised training on the project's general
 corpus (:mod:`trainer.general_corpus`: IFEval-kind instructions on general topics, plain chat,
-generic tool use with unrelated tools, and with ``copy_share`` rows that can only be answered by
-copying). Its output is the teacher of stage 2 and the starting point of stage 1. With a real
-pretrained checkpoint this stage is skipped. After training, the copy probe
-(:mod:`trainer.probes`) records in ``train.json`` whether the base copies a fresh code.
+generic tool use with unrelated tools). Its output is the teacher of stage 2 and the starting
+point of stage 1. With a real pretrained checkpoint this stage is skipped. A registered
+:class:`BaseHook` may add rows to the corpus and measure the model after training (the
+experimental wing's copy rows and copy probe).
 
 >>> cfg = load_config("base", "tiny-cpu", {"out": "out/base"})   # doctest: +SKIP
 >>> train_base(cfg).out                                          # doctest: +SKIP
@@ -14,12 +14,50 @@ pretrained checkpoint this stage is skipped. After training, the copy probe
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from trainer.common import TrainResult, load_model, prepare_out, run_trainer, setup, text_hash
 from trainer.config import BaseStageConfig
-from trainer.general_corpus import general_rows, parse_copy_mix
+from trainer.general_corpus import general_rows
 from trainer.sft import fit_rows, sft_trainer
+
+#: A share of the corpus's rows and the function that draws each of them from the corpus's stream.
+ExtraRows = tuple[float, Callable[[random.Random], dict[str, Any]]]
+
+
+class BaseHook:
+    """One extension of stage 0, registered with :func:`register_base_hook`; each method does
+    nothing here."""
+
+    def extra_rows(self, cfg: BaseStageConfig) -> ExtraRows | None:
+        """Rows the corpus draws besides its own (the first hook that gives some is used)."""
+        return None
+
+    def label(self, cfg: BaseStageConfig) -> str:
+        """What the corpus's label in ``train.json`` adds (``", 50% copying rows"``)."""
+        return ""
+
+    def finish(self, cfg: BaseStageConfig, result: TrainResult) -> None:
+        """Training is done (or interrupted: ``result.interrupted``); add to ``result.extra``."""
+
+
+_HOOKS: list[BaseHook] = []
+
+
+def register_base_hook(hook: BaseHook) -> None:
+    """Run ``hook`` in every later stage-0 run, after the hooks registered before it."""
+    _HOOKS.append(hook)
+
+
+def base_hooks() -> list[BaseHook]:
+    """The registered hooks, in order (loading the installed extensions first)."""
+    from harnessctl.extensions import load_extensions
+
+    load_extensions()
+    return list(_HOOKS)
 
 
 def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
@@ -42,10 +80,13 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
                 raise TrainError(f"--harness {cfg.harness}: {e}") from None
             build_tiny_model(parent, harness)
     model, tokenizer = load_model(parent, cfg, what="--model")
-    rows = general_rows(cfg.rows, seed=cfg.seed, copy_share=cfg.copy_share, copy_weights=parse_copy_mix(cfg.copy_mix))
+    hooks = base_hooks()
+    share, maker = next((extra for hook in hooks if (extra := hook.extra_rows(cfg))), (0.0, None))
+    rows = general_rows(cfg.rows, seed=cfg.seed, extra_share=share, extra_row=maker)
     kept, info = fit_rows(rows, tokenizer, model, cfg.max_length, max_share=0.0)
     trainer = sft_trainer(model, tokenizer, kept, cfg, info["max_length"])
     corpus_hash = text_hash(json.dumps(rows, sort_keys=True))
+    label = f"general corpus, {cfg.rows} rows, seed {cfg.seed}" + "".join(hook.label(cfg) for hook in hooks)
     result = run_trainer(
         trainer,
         cfg,
@@ -53,34 +94,12 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
         data_hash=corpus_hash,
         resume_from=resume_from,
         progress=progress,
-        extra_manifest={"data": _corpus_label(cfg), **info},
+        extra_manifest={"data": label, **info},
     )
     result.extra.update(info)
-    if cfg.copy_probe and not result.interrupted:
-        record_copy_probe(result, cfg.copy_probe)
+    for hook in hooks:
+        hook.finish(cfg, result)
     return finish(result, cfg)
-
-
-def record_copy_probe(result: TrainResult, n: int) -> None:
-    """Run the copy probe on the saved model and record it in the result and its train.json: whether
-    the base reads a fresh code off the conversation, which no later stage teaches."""
-    from accelerate import PartialState
-
-    from trainer.common import read_manifest, write_manifest
-    from trainer.probes import copy_probe
-
-    if not PartialState().is_main_process:
-        return
-    result.extra["copy_probe"] = copy_probe(result.out, n=n)
-    manifest = read_manifest(result.out) or {}
-    write_manifest(result.out, {**manifest, "copy_probe": result.extra["copy_probe"]})
-
-
-def _corpus_label(cfg: BaseStageConfig) -> str:
-    label = f"general corpus, {cfg.rows} rows, seed {cfg.seed}"
-    if not cfg.copy_share:
-        return label
-    return label + f", {cfg.copy_share:.0%} copying rows" + (f" ({cfg.copy_mix})" if cfg.copy_mix else "")
 
 
 if __name__ == "__main__":

@@ -135,27 +135,6 @@ class BaseStageConfig(TrainConfig):
     )
     rows: int = field(default=3000, metadata={"help": "Rows of the generated general corpus."})
     max_length: int = field(default=512, metadata={"help": "Token limit per row (longer rows are refused, not cut)."})
-    copy_share: float = field(
-        default=0.0,
-        metadata={
-            "help": "Share of corpus rows answered by copying a string drawn for the row (a code, a number) "
-            "from the conversation; 0: the corpus without them."
-        },
-    )
-    copy_mix: str = field(
-        default="",
-        metadata={
-            "help": "Shares of the copy rows' kinds as KIND=WEIGHT pairs (echo, lookup, number, tool), "
-            "e.g. lookup=2,tool=1; empty: echo=0.5,lookup=0.2,number=0.1,tool=0.2."
-        },
-    )
-    copy_probe: int = field(
-        default=30,
-        metadata={
-            "help": "Prompts per kind of the copy probe after training (echo, lookup, tool argument of a "
-            "fresh code; recorded in train.json); 0: none."
-        },
-    )
     max_steps: int = field(default=300, metadata={"help": "Optimizer steps to run."})
     learning_rate: float = field(default=3e-3, metadata={"help": "Peak learning rate (from scratch: high)."})
     warmup_steps: int = field(default=30, metadata={"help": "Linear warm-up steps."})
@@ -165,7 +144,7 @@ class BaseStageConfig(TrainConfig):
         default=False,
         metadata={"help": "Batch rows of similar length together (less padding; from scratch it trained worse)."},
     )
-    # Off: only short copy rows gain from it (docs/studies/compute.md#padding-free-batches).
+    # Off: only short rows gain from it (docs/studies/compute.md#padding-free-batches).
     padding_free: bool = field(
         default=False,
         metadata={
@@ -182,16 +161,6 @@ class BaseStageConfig(TrainConfig):
             raise ConfigError(f"rows must be at least 10, got {self.rows}")
         if self.max_length < 64:
             raise ConfigError(f"max_length must be at least 64 tokens, got {self.max_length}")
-        if not 0.0 <= self.copy_share <= 1.0:
-            raise ConfigError(f"copy_share must be within [0, 1], got {self.copy_share}")
-        from trainer.general_corpus import parse_copy_mix
-
-        try:
-            parse_copy_mix(self.copy_mix)
-        except ValueError as e:
-            raise ConfigError(f"copy_mix: {e}") from None
-        if self.copy_probe < 0:
-            raise ConfigError(f"copy_probe must be 0 (none) or a number of prompts, got {self.copy_probe}")
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""The distillation knobs only the wing's studies use, as a subclass of the core's stage-2 config
-(registered for ``distill``: ``harnessctl train distill --set anchor_teacher=...`` and a study's
-``distill.``/``anchor.`` fields reach them).
+"""The knobs only the wing's studies use, as subclasses of the core's stage configs: stage 0's
+copy rows and copy probe (registered for ``base``: ``train base --set copy_share=0.5``, a study's
+``base.``/``copy.`` fields) and stage 2's second teacher and held-out rows (registered for
+``distill``: ``train distill --set anchor_teacher=...``, a study's ``distill.``/``anchor.`` fields).
 
 >>> cfg = DistillStudyConfig(out="o", heldout="data/hsa", stop_near_teacher=0.05)
 >>> cfg.heldout_rows, cfg.anchor_share
@@ -16,7 +17,47 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from trainer.config import ConfigError, DistillStageConfig
+from trainer.config import BaseStageConfig, ConfigError, DistillStageConfig
+
+from .copy_rows import parse_copy_mix
+
+
+@dataclass
+class BaseStudyConfig(BaseStageConfig):
+    """Stage 0 with copy rows in its corpus and the copy probe after it (:mod:`.copy_rows`)."""
+
+    copy_share: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of corpus rows answered by copying a string drawn for the row (a code, a number) "
+            "from the conversation; 0: the corpus without them."
+        },
+    )
+    copy_mix: str = field(
+        default="",
+        metadata={
+            "help": "Shares of the copy rows' kinds as KIND=WEIGHT pairs (echo, lookup, number, tool), "
+            "e.g. lookup=2,tool=1; empty: echo=0.5,lookup=0.2,number=0.1,tool=0.2."
+        },
+    )
+    copy_probe: int = field(
+        default=30,
+        metadata={
+            "help": "Prompts per kind of the copy probe after training (echo, lookup, tool argument of a "
+            "fresh code; recorded in train.json); 0: none."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.copy_share <= 1.0:
+            raise ConfigError(f"copy_share must be within [0, 1], got {self.copy_share}")
+        try:
+            parse_copy_mix(self.copy_mix)
+        except ValueError as e:
+            raise ConfigError(f"copy_mix: {e}") from None
+        if self.copy_probe < 0:
+            raise ConfigError(f"copy_probe must be 0 (none) or a number of prompts, got {self.copy_probe}")
 
 
 @dataclass
