@@ -167,6 +167,8 @@ class DistillRun:
     #: Manifest entries: about teachers (after ``teacher``), and the rest (after ``data``).
     teachers: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: What a hook keeps between its calls in this run, under a key of its own.
+    notes: dict[str, Any] = field(default_factory=dict)
 
 
 class DistillHook:

@@ -11,10 +11,10 @@ depend on the processor.
 A step is timed after the probe's first, which carries the warm-up (the trainer logs the elapsed
 time of every row). Checks an extension makes while a phase trains (the experimental wing's
 held-out rows) are timed once by it and counted at every check the plan's phases make; a phase
-that may stop early is counted at its ``max_steps``. Evaluation is timed on the shipped HAT rather than on the probe's arms, which a few steps
-from scratch leave answering unlike trained ones. RL is timed on the probe's own policy, whose
-episodes may run longer or shorter than a trained one's (quick preset: 30 s projected, 23 s trained;
-from the shipped HAT, RL steps took 10-22 s, 17 on average, against the full probe's 11.7).
+that may stop early is counted at its ``max_steps``. Evaluation is timed on the shipped HAT
+rather than on the probe's arms, which a few steps from scratch leave answering unlike trained
+ones. RL is timed on the probe's own policy, whose episodes may run longer or shorter than a
+trained one's (docs/studies/compute.md).
 
 >>> from harnessctl.experiment import full_plan
 >>> estimate = estimate_study(full_plan())                  # doctest: +SKIP

@@ -43,10 +43,8 @@ _CODE_TOOLS = (
 )
 
 
-#: The copy rows' kinds and their shares. Echo is the plainest copy, and the one copying first forms
-#: on: the tiny model, trained on echo rows alone at a steady 3e-3, went from none to half of its
-#: answers copied whole between steps 500 and 700; on the four kinds in equal shares it had not
-#: started by step 1,200. ``pick`` (a guide chosen from a listing by its description, see
+#: The copy rows' kinds and their shares: echo most, the plainest copy and the one copying first
+#: forms on (docs/studies/copying.md). ``pick`` (a guide chosen from a listing by its description, see
 #: :func:`pick_row`) is 0 unless a copy mix names it, so the default mix draws as it always did.
 COPY_KINDS = ("echo", "lookup", "number", "tool", "pick")
 COPY_WEIGHTS = (0.5, 0.2, 0.1, 0.2, 0.0)
@@ -427,7 +425,7 @@ def pick_row(rng: random.Random, *, held_out: bool = False, quote: bool = True) 
     that guide's name. Only the listing says which name is meant, so the row teaches reading
     it: the step an agent takes when a harness renames its skills. The assistant first quotes the
     guide's line in a ``<think>`` note, so the name follows words it has just written (without the
-    note, ``quote=False``, the tiny model's choice stayed at chance). ``held_out`` uses each
+    note, ``quote=False``, it was not learned: docs/studies/quote.md). ``held_out`` uses each
     guide's last request, which the corpus never does.
 
     >>> row = pick_row(random.Random(0))

@@ -224,7 +224,6 @@ class HeldoutRows(DistillHook):
 
     def ready(self, run: DistillRun) -> None:
         cfg = run.cfg
-        self.callback, self.info = None, {}
         if not getattr(cfg, "heldout", ""):
             return
         positions = int(getattr(run.model.config, "max_position_embeddings", 0) or 0)
@@ -236,20 +235,19 @@ class HeldoutRows(DistillHook):
             info["heldout_stop_at"] = stop_at
         if cfg.heldout_calls:
             info["heldout_teacher_call_match"] = scorer.call_match(run.agent_teacher)
-        self.callback = heldout_callback(
-            scorer, cfg.heldout_steps, stop_at, cfg.heldout_calls, trainer=lambda: run.trainer
-        )
-        self.info = info
-        run.callbacks.append(self.callback)
+        callback = heldout_callback(scorer, cfg.heldout_steps, stop_at, cfg.heldout_calls, trainer=lambda: run.trainer)
+        run.notes["heldout"] = (callback, info)
+        run.callbacks.append(callback)
         run.manifest.update(info)
 
     def finish(self, run: DistillRun, result: TrainResult) -> None:
-        if self.callback is None:
+        if "heldout" not in run.notes:
             return
-        result.extra.update(self.info)
-        result.extra.update(heldout_loss=self.callback.last, stopped_near_teacher_at=self.callback.stopped_at)
+        callback, info = run.notes["heldout"]
+        result.extra.update(info)
+        result.extra.update(heldout_loss=callback.last, stopped_near_teacher_at=callback.stopped_at)
         if run.cfg.heldout_calls:
-            result.extra["heldout_call_match"] = self.callback.last_calls
+            result.extra["heldout_call_match"] = callback.last_calls
 
 
 def heldout_checks(cfg: Any) -> int:

@@ -95,7 +95,7 @@ class TwoTeachers(DistillHook):
         check_checkpoint(cfg.anchor_teacher, "anchor_teacher")
         teacher, tokenizer = load_model(cfg.anchor_teacher, cfg, what="anchor_teacher")
         check_same_vocabulary(run.tokenizer, tokenizer, cfg.anchor_teacher)
-        run.agent_teacher = self.teacher = teacher  # the agent's teacher: held-out rows compare to it
+        run.agent_teacher = run.notes["anchor_teacher"] = teacher  # held-out rows compare to the agent's teacher
         run.reserved += max(1, round(cfg.n_prompts * cfg.anchor_share))
 
     def prompts(self, run: DistillRun) -> None:
@@ -108,7 +108,7 @@ class TwoTeachers(DistillHook):
         run.added.extend(anchor)
         run.data_hash = text_hash(f"{run.data_hash} {file_hash(cfg.anchor_prompts)}")
         run.teachers.update(anchor_teacher=cfg.anchor_teacher, anchor_prompts=len(anchor))
-        teacher = self.teacher
+        teacher = run.notes["anchor_teacher"]
 
         def make_trainer(rows: list[dict[str, Any]], **kwargs: Any) -> Any:
             from datasets import Dataset
