@@ -789,10 +789,7 @@ def judge_calibrate(
 
     Agreement, Cohen's kappa, TPR/TNR and position-swap consistency, each with a 95% bootstrap
     interval."""
-    from harnessctl.eval.calibrate import calibrate
-    from harnessctl.eval.judge import Judge
-    from harnessctl.eval.labels import read_labels
-    from harnessctl.models.registry import resolve_model
+    from harnessctl.eval.calibrate import calibrate_labels
 
     spec = judge or os.environ.get("HARNESSCTL_JUDGE")
     with cli_errors(ValueError):
@@ -808,26 +805,26 @@ def judge_calibrate(
             raise CLIError(f"--limit must be at least 1, got {limit}")
         if jobs < 1:
             raise CLIError(f"-j/--jobs must be at least 1, got {jobs}")
-        rows = read_labels(labels)
-        if not rows:
-            raise CLIError(
-                f"{labels}: no labels in the file; label episodes with `harnessctl judge label RUN --out {labels}`"
-            )
-        programmatic = sum("programmatic" in (getattr(r, "labeler", "") or "").lower() for r in rows)
-        if programmatic:
-            err.print(
-                f"[yellow]warning:[/] {programmatic} of {len(rows)} labels in {labels} were made by a program, not a person "
-                "(their labeler field says so): this measures agreement with that program, not with human judgement. "
-                "Label episodes with `harnessctl judge label RUN` for a human calibration."
-            )
-        if limit is not None:
-            rows = rows[:limit]
-        j = Judge(resolve_model(spec, api_base=api_base))
         with _progress("judge", enabled=not as_json or err.is_terminal) as update:
-            rep = calibrate(rows, j, pairwise=pairwise, jobs=jobs, progress=lambda d, t: update("judge", d, t))
+            rep = calibrate_labels(
+                labels,
+                spec,
+                api_base=api_base,
+                limit=limit,
+                pairwise=pairwise,
+                jobs=jobs,
+                progress=lambda d, t: update("judge", d, t),
+                warn=lambda message: err.print(f"[yellow]warning:[/] {message}"),
+            )
     if as_json:
         print_json(rep.to_dict())
         return
+    _print_calibration(rep, labels)
+
+
+def _print_calibration(rep: Any, labels: Path) -> None:
+    """The judge's agreement with the labels, each metric with its 95% interval; then the first
+    disagreements."""
     t = Table(
         title=f"judge {rep.judge} vs {labels} ({rep.n} episodes: {rep.n_pass_labels} pass, {rep.n_fail_labels} fail)",
         title_justify="left",

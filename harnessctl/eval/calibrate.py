@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .judge import Judge, PairwiseVerdict, Verdict
-from .labels import Label
+from .labels import Label, LabelError, read_labels
 from .stats import Interval, binary_rates, bootstrap, cohen_kappa
 
 
@@ -184,3 +185,44 @@ def calibrate(
             [float(v.winner == "first") for v in pair_verdicts], _mean, n_resamples=n_resamples, seed=seed
         )
     return report
+
+
+def calibrate_labels(
+    labels_path: str | Path,
+    judge_model: str,
+    *,
+    api_base: str | None = None,
+    limit: int | None = None,
+    pairwise: bool = True,
+    jobs: int = 4,
+    progress: Callable[[int, int], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> CalibrationReport:
+    """:func:`calibrate` the judge ``judge_model`` (a model string, resolved with ``api_base``)
+    against the labels in ``labels_path`` (the first ``limit`` of them). ``warn`` is told, before
+    any judge call, when labels were made by a program rather than a person. Raises
+    :class:`~harnessctl.eval.labels.LabelError` for a file without labels.
+
+    >>> rep = calibrate_labels("evals/labels.jsonl", "openai/gpt-4o-mini", limit=20, warn=print)   # doctest: +SKIP
+    >>> rep.kappa.value                                                                          # doctest: +SKIP
+    0.71
+    """
+    from harnessctl.models.registry import resolve_model
+
+    rows = read_labels(labels_path)
+    if not rows:
+        raise LabelError(
+            f"{labels_path}: no labels in the file; label episodes with `harnessctl judge label RUN --out {labels_path}`"
+        )
+    programmatic = sum("programmatic" in (getattr(r, "labeler", "") or "").lower() for r in rows)
+    if programmatic and warn:
+        warn(
+            f"{programmatic} of {len(rows)} labels in {labels_path} were made by a program, not a person "
+            "(their labeler field says so): this measures agreement with that program, not with human judgement. "
+            "Label episodes with `harnessctl judge label RUN` for a human calibration."
+        )
+    if limit is not None:
+        rows = rows[:limit]
+    return calibrate(
+        rows, Judge(resolve_model(judge_model, api_base=api_base)), pairwise=pairwise, jobs=jobs, progress=progress
+    )
