@@ -864,19 +864,15 @@ def judge_label(
     """Label a run's episodes in the terminal (pass/fail + reason).
 
     Every answer is saved at once; run the command again to continue where you stopped."""
-    from rich.prompt import Confirm, Prompt
-
-    from harnessctl.eval.judge import RUBRIC, render_episode
-    from harnessctl.eval.labels import append_label, label_from_result, pending
-    from harnessctl.eval.store import RunStore
+    from harnessctl.eval.judge import RUBRIC
+    from harnessctl.eval.labels import open_label_session
 
     with cli_errors(ValueError):
-        store = RunStore.open(run, runs_dir)
-        todo = pending(store.run_id, store.results(), out_file)
+        session = open_label_session(run, runs_dir=runs_dir, out_file=out_file, labeler=labeler)
+    todo = session.todo
     if not todo:
-        out.print(f"nothing left to label in {store.run_id} (labels in {out_file})")
+        out.print(f"nothing left to label in {session.run_id} (labels in {out_file})")
         return
-    who = labeler or os.environ.get("USER", "")
     out.print(f"{len(todo)} episodes to label → {out_file}. Answer p (pass), f (fail), s (skip) or q (quit).")
     out.print("Rubric:\n" + "\n".join(f"  {c.key}: {c.question}" for c in RUBRIC))
     done = i = 0
@@ -884,30 +880,12 @@ def judge_label(
     with cli_errors():
         try:
             for i, r in enumerate(todo, 1):
-                out.print(
-                    Panel(
-                        render_episode(r.record or {}),
-                        title=f"[{i}/{len(todo)}] {r.suite} · {r.case_id} · {r.intent}",
-                        expand=False,
-                    )
-                )
-                choice = Prompt.ask("verdict", choices=["p", "f", "s", "q"], console=out)
-                if choice == "q":
+                answer = _ask_label(r, i, len(todo), criteria)
+                if answer == "q":
                     break
-                if choice == "s":
-                    continue
-                crit: dict[str, bool] = {}
-                if criteria:
-                    for c in RUBRIC:
-                        crit[c.key] = Confirm.ask(f"  {c.key}?", default=choice == "p", console=out)
-                reason = Prompt.ask("reason", default="", console=out)
-                append_label(
-                    out_file,
-                    label_from_result(
-                        store.run_id, r, "pass" if choice == "p" else "fail", reason, criteria=crit, labeler=who
-                    ),
-                )
-                done += 1
+                if answer is not None:
+                    session.save(r, *answer)
+                    done += 1
         except EOFError:  # the answers piped in ran out: what was answered is saved
             stopped_by = "the input ended"
         except KeyboardInterrupt:
@@ -921,3 +899,26 @@ def judge_label(
         err.print(f"{stopped_by} with {left} episode{'s' * (left != 1)} left; run the same command to continue")
         if stopped_by == "interrupted":
             raise typer.Exit(130)
+
+
+def _ask_label(r: Any, i: int, n: int, criteria: bool) -> Any:
+    """Show the i-th of n episodes and ask its verdict: ``"q"`` (quit), ``None`` (skipped) or
+    (verdict, reason, criteria) to save."""
+    from rich.prompt import Confirm, Prompt
+
+    from harnessctl.eval.judge import RUBRIC, render_episode
+
+    out.print(
+        Panel(render_episode(r.record or {}), title=f"[{i}/{n}] {r.suite} · {r.case_id} · {r.intent}", expand=False)
+    )
+    choice = Prompt.ask("verdict", choices=["p", "f", "s", "q"], console=out)
+    if choice == "q":
+        return "q"
+    if choice == "s":
+        return None
+    crit: dict[str, bool] = {}
+    if criteria:
+        for c in RUBRIC:
+            crit[c.key] = Confirm.ask(f"  {c.key}?", default=choice == "p", console=out)
+    reason = Prompt.ask("reason", default="", console=out)
+    return ("pass" if choice == "p" else "fail", reason, crit)

@@ -140,3 +140,39 @@ def label_from_result(
         group=result.case_id,
         episode=compact_episode(result.record or {}),
     )
+
+
+@dataclass
+class LabelSession:
+    """A run's episodes still to label (``todo``) and the labels file each answer is appended to
+    at once (so that a session stopped anywhere goes on where it stopped).
+
+    >>> session = open_label_session("tiny1", out_file="evals/labels.jsonl", labeler="ana")   # doctest: +SKIP
+    >>> session.save(session.todo[0], "pass", "grounded and short")                          # doctest: +SKIP
+    """
+
+    run_id: str
+    todo: list[CaseResult]
+    out_file: Path
+    labeler: str = ""
+
+    def save(self, result: CaseResult, verdict: str, reason: str, criteria: dict[str, bool] | None = None) -> None:
+        """Append the label of ``result`` (``verdict``: ``pass`` or ``fail``)."""
+        append_label(
+            self.out_file,
+            label_from_result(self.run_id, result, verdict, reason, criteria=criteria, labeler=self.labeler),
+        )
+
+
+def open_label_session(
+    run: str | Path, *, runs_dir: str | Path = "runs", out_file: str | Path, labeler: str = ""
+) -> LabelSession:
+    """The labelling of ``run`` (an id under ``runs_dir``, or its folder) into ``out_file``: the
+    episodes it has no label for yet (see :func:`pending`); ``labeler`` defaults to ``$USER``."""
+    import os
+
+    from .store import RunStore
+
+    store = RunStore.open(run, runs_dir)
+    todo = pending(store.run_id, store.results(), out_file)
+    return LabelSession(store.run_id, todo, Path(out_file), labeler or os.environ.get("USER", ""))
