@@ -248,9 +248,7 @@ def serve(
     ] = False,
 ) -> None:
     """Serve a model over the OpenAI chat-completions API (vLLM on a GPU, else embedded)."""
-    from harnessctl.models import server as srv
-    from harnessctl.models.base import ModelError
-    from harnessctl.models.registry import resolve_model
+    from harnessctl.models.server import serve_model
 
     with cli_errors(LookupError, ValueError):
         api_key = _api_key(api_key_env)
@@ -265,42 +263,39 @@ def serve(
                 f"[yellow]warning:[/] listening on {host}: the model is reachable from the network"
                 + ("" if api_key else "; consider --api-key-env")
             )
-        if not embedded and not spec.startswith("llamacpp:") and srv.vllm_available():  # llama.cpp runs in process
-            err.print(f"[dim]exec: {' '.join(srv.vllm_command(spec, host=host, port=port, served_name=name))}[/]")
-            srv.exec_vllm(spec, host=host, port=port, served_name=name, api_key=api_key)
-            return
-        try:
-            backend = resolve_model(spec)
-        except ModelError as e:
-            raise CLIError(f"model: {e}") from None
         _log_to_stderr()
-        try:
-            server = srv.EmbeddedServer(backend, host=host, port=port, model_name=name, api_key=api_key)
-        except OSError as e:
-            raise CLIError(f"cannot listen on {host}:{port} ({e.strerror or e}); pick another --port") from None
-        out.print(
-            Panel(
-                Text.assemble(
-                    ("serving ", "dim"),
-                    (server.model_name, "bold cyan"),
-                    (" at ", "dim"),
-                    (server.url, "bold"),
-                    "\n",
-                    ("use it with: ", "dim"),
-                    f"--model openai/{server.model_name} --api-base {server.url}",
-                    ("" if not api_key else f" --api-key-env {api_key_env}"),
-                    "\n",
-                    ("embedded server (no vLLM/GPU here); Ctrl-C stops it", "dim"),
-                ),
-                expand=False,
-            )
+        serve_model(
+            spec,
+            host=host,
+            port=port,
+            served_name=name,
+            api_key=api_key,
+            embedded=embedded,
+            on_exec=lambda command: err.print(f"[dim]exec: {' '.join(command)}[/]"),
+            on_listening=lambda server: _print_serving(server, api_key_env if api_key else None),
+            on_stopped=lambda: err.print("[dim]stopped[/]"),
         )
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            err.print("[dim]stopped[/]")
-        finally:
-            server.stop()
+
+
+def _print_serving(server: Any, api_key_env: str | None) -> None:
+    """Where the embedded server listens and the options that use it."""
+    out.print(
+        Panel(
+            Text.assemble(
+                ("serving ", "dim"),
+                (server.model_name, "bold cyan"),
+                (" at ", "dim"),
+                (server.url, "bold"),
+                "\n",
+                ("use it with: ", "dim"),
+                f"--model openai/{server.model_name} --api-base {server.url}",
+                ("" if not api_key_env else f" --api-key-env {api_key_env}"),
+                "\n",
+                ("embedded server (no vLLM/GPU here); Ctrl-C stops it", "dim"),
+            ),
+            expand=False,
+        )
+    )
 
 
 def _serve_spec(model: str) -> str:

@@ -23,7 +23,7 @@ objects (the role, then the content as the model writes it — a backend whose `
 piece), the tool calls and the finish reason in the last chunks, the usage in a chunk of its own
 when ``stream_options.include_usage`` is set, then ``data: [DONE]``.
 
-With vLLM installed and a CUDA GPU present, :func:`serve` execs ``vllm serve`` with
+With vLLM installed and a CUDA GPU present, :func:`serve_model` execs ``vllm serve`` with
 ``--enable-auto-tool-choice --tool-call-parser hermes``: the hermes parser reads exactly the
 ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks that Qwen-family models and
 the tiny model's chat template produce.
@@ -626,3 +626,54 @@ def exec_vllm(model: str, *, host: str, port: int, served_name: str | None, api_
         env["VLLM_API_KEY"] = api_key
     cmd = vllm_command(model, host=host, port=port, served_name=served_name)
     os.execvpe(cmd[0], cmd, env)
+
+
+class ServeError(HarnessctlError):
+    """A model that cannot be served here: it does not load, or the address cannot be listened on."""
+
+
+def serve_model(
+    spec: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    served_name: str | None = None,
+    api_key: str | None = None,
+    embedded: bool = False,
+    on_exec: Callable[[list[str]], None] | None = None,
+    on_listening: Callable[[EmbeddedServer], None] | None = None,
+    on_stopped: Callable[[], None] | None = None,
+) -> None:
+    """Serve the model ``spec`` on ``host:port`` until Ctrl-C: with vLLM where it can run (and not
+    ``embedded``; a ``llamacpp:`` model runs in process) this process becomes ``vllm serve`` (told
+    to ``on_exec`` first); else the model is loaded into an :class:`EmbeddedServer`, shown to
+    ``on_listening``, served, and stopped on Ctrl-C (``on_stopped`` is told first). Raises
+    :class:`ServeError`.
+
+    >>> serve_model("local:.harnessctl/models/tiny", port=0, embedded=True, on_listening=lambda s: print(s.url))   # doctest: +SKIP
+    http://127.0.0.1:40123/v1
+    """
+    if not embedded and not spec.startswith("llamacpp:") and vllm_available():
+        if on_exec:
+            on_exec(vllm_command(spec, host=host, port=port, served_name=served_name))
+        exec_vllm(spec, host=host, port=port, served_name=served_name, api_key=api_key)
+        return
+    from harnessctl.models.registry import resolve_model
+
+    try:
+        backend = resolve_model(spec)
+    except ModelError as e:
+        raise ServeError(f"model: {e}") from None
+    try:
+        server = EmbeddedServer(backend, host=host, port=port, model_name=served_name, api_key=api_key)
+    except OSError as e:
+        raise ServeError(f"cannot listen on {host}:{port} ({e.strerror or e}); pick another --port") from None
+    if on_listening:
+        on_listening(server)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        if on_stopped:
+            on_stopped()
+    finally:
+        server.stop()
