@@ -101,31 +101,14 @@ def model_list(as_json: JsonOpt = False) -> None:
     """List the shipped models (use them as --model shipped:NAME) and the default model.
 
     Shows each model's scores, and which model commands use when no --model is given, and why."""
-    from harnessctl.models.registry import MODEL_ENV, SHIPPED_MODEL_DIR, SHIPPED_PREFIX, default_model_source
-    from harnessctl.models.shipped import list_shipped
+    from harnessctl.models.shipped import model_catalog
 
     with cli_errors():
-        models = list_shipped()
-        spec, source = default_model_source()
-    default_name = SHIPPED_MODEL_DIR.name if source == "shipped" else None
-    if spec.startswith(SHIPPED_PREFIX):  # $HARNESSCTL_MODEL may name a shipped model
-        default_name = spec[len(SHIPPED_PREFIX) :]
-    why = {
-        "env": f"${MODEL_ENV} is set",
-        "trained": "a trained default is in .harnessctl/models/default",
-        "shipped": f"no ${MODEL_ENV}, no trained default: the shipped {default_name} model",
-        "oracle": f"no ${MODEL_ENV}, no trained default, no shipped {SHIPPED_MODEL_DIR.name} model: the reference policy",
-    }[source]
+        catalog = model_catalog()
     if as_json:
-        print_json(
-            {
-                "default": {"model": f"shipped:{default_name}" if default_name else spec, "source": source, "why": why},
-                "shipped": [
-                    {"name": m.name, "model": m.spec, "default": m.name == default_name, **m.info} for m in models
-                ],
-            }
-        )
+        print_json(catalog.to_dict())
         return
+    models, default_name = catalog.models, catalog.default_name
     if models:
         table = Table(
             title="shipped models (--model shipped:NAME; * the default)",
@@ -151,8 +134,7 @@ def model_list(as_json: JsonOpt = False) -> None:
                 )
     else:
         out.print("[dim]no model is shipped in this package (ship one: harnessctl model ship --study DIR --arm hat)[/]")
-    shown = f"shipped:{default_name}" if default_name else spec
-    out.print(f"default model: [bold cyan]{shown}[/] ({why})")
+    out.print(f"default model: [bold cyan]{catalog.default}[/] ({catalog.why})")
 
 
 def _score(x: object) -> str:

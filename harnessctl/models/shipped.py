@@ -96,6 +96,55 @@ def list_shipped(data_root: Path | None = None) -> list[ShippedModel]:
     return models
 
 
+@dataclass
+class ModelCatalog:
+    """What ``harnessctl model list`` shows: the shipped ``models`` and the default model (``spec``
+    as :func:`~harnessctl.models.registry.default_model_source` gives it, its ``source``, ``why``
+    in words, and ``default_name`` when it is a shipped model)."""
+
+    models: list[ShippedModel]
+    spec: str
+    source: str
+    why: str
+    default_name: str | None = None
+
+    @property
+    def default(self) -> str:
+        """The default model as a ``--model`` value (``shipped:<name>`` for a shipped one)."""
+        return f"shipped:{self.default_name}" if self.default_name else self.spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "default": {"model": self.default, "source": self.source, "why": self.why},
+            "shipped": [
+                {"name": m.name, "model": m.spec, "default": m.name == self.default_name, **m.info} for m in self.models
+            ],
+        }
+
+
+def model_catalog() -> ModelCatalog:
+    """The shipped models and the model commands use without ``--model``, and why.
+
+    >>> catalog = model_catalog()
+    >>> catalog.source in ("env", "trained", "shipped", "oracle"), isinstance(catalog.to_dict()["shipped"], list)
+    (True, True)
+    """
+    from harnessctl.models.registry import MODEL_ENV, SHIPPED_MODEL_DIR, SHIPPED_PREFIX, default_model_source
+
+    models = list_shipped()
+    spec, source = default_model_source()
+    default_name = SHIPPED_MODEL_DIR.name if source == "shipped" else None
+    if spec.startswith(SHIPPED_PREFIX):  # $HARNESSCTL_MODEL may name a shipped model
+        default_name = spec[len(SHIPPED_PREFIX) :]
+    why = {
+        "env": f"${MODEL_ENV} is set",
+        "trained": "a trained default is in .harnessctl/models/default",
+        "shipped": f"no ${MODEL_ENV}, no trained default: the shipped {default_name} model",
+        "oracle": f"no ${MODEL_ENV}, no trained default, no shipped {SHIPPED_MODEL_DIR.name} model: the reference policy",
+    }[source]
+    return ModelCatalog(models, spec, source, why, default_name)
+
+
 def inference_files(folder: Path) -> list[Path]:
     """The files of ``folder`` (top level only) that inference needs, sorted by name."""
     return sorted(
