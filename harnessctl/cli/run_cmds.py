@@ -395,6 +395,11 @@ def model_init(
     if as_json:
         print_json(report.to_dict())
         return
+    _print_tiny_model(report, config)
+
+
+def _print_tiny_model(report: Any, config: Any) -> None:
+    """The tiny model just built: its size, vocabulary, shape, corpus and build time; how to try it."""
     table = Table(title=f"tiny model → {report.path}", title_justify="left", show_header=False, expand=False)
     table.add_column(style="dim")
     table.add_column()
