@@ -96,19 +96,19 @@ def diagnose(
     as_json: JsonOpt = False,
 ) -> None:
     """Cluster a run's failures by kind, score component and harness element, ranked by impact."""
-    from harnessctl.loop.diagnose import diagnose_run
+    from harnessctl.loop.report import diagnose_with_report
 
     with cli_errors(ValueError):
-        d = diagnose_run(run, runs_dir=runs_dir, examples=examples)
-        target = None
-        if report:
-            from harnessctl.eval.store import RunStore
-            from harnessctl.loop.report import write_run_report
-
-            target = write_run_report(RunStore.open(run, runs_dir).root, d)
+        d, target = diagnose_with_report(run, runs_dir=runs_dir, examples=examples, report=report)
     if as_json:
         print_json(d.to_dict() | ({"report": str(target)} if target else {}))
         return
+    _print_diagnosis(d, top, target)
+
+
+def _print_diagnosis(d: Any, top: int, target: Path | None) -> None:
+    """A run's failure clusters as a table (the first ``top``), an example of each of the first
+    three, the stale names, and where the report went."""
     out.print(f"[bold]run {d.run_id}[/] · {d.model} · score {d.score:.1f} · {d.n_failed} of {d.n_results} cases failed")
     if not d.clusters:
         out.print("[green]no failures[/]")

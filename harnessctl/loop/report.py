@@ -20,7 +20,7 @@ from harnessctl.eval.charts import bar_chart
 from harnessctl.eval.report import REPORT_CSS, render_report
 
 from .bench import LatencyBench
-from .diagnose import Diagnosis
+from .diagnose import Diagnosis, diagnose_run
 
 _CASES_HEADING = "<h2>Cases</h2>"
 
@@ -135,6 +135,25 @@ def write_run_report(run_root: str | Path, d: Diagnosis | None = None, out_file:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     return target
+
+
+def diagnose_with_report(
+    run: str | Path, *, runs_dir: str | Path = "runs", examples: int = 3, report: bool = False
+) -> tuple[Diagnosis, Path | None]:
+    """:func:`~harnessctl.loop.diagnose.diagnose_run` the run (an id under ``runs_dir``, or its
+    folder), keeping ``examples`` cases per cluster; with ``report``, also write the run's HTML
+    report with the diagnosis (:func:`write_run_report`) and return its path (else ``None``).
+
+    >>> d, page = diagnose_with_report("tiny1", report=True)   # doctest: +SKIP
+    >>> page.name                                               # doctest: +SKIP
+    'report.html'
+    """
+    d = diagnose_run(run, runs_dir=runs_dir, examples=examples)
+    if not report:
+        return d, None
+    from harnessctl.eval.store import RunStore
+
+    return d, write_run_report(RunStore.open(run, runs_dir).root, d)
 
 
 def bench_page(bench: LatencyBench) -> str:
