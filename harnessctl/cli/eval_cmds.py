@@ -492,6 +492,11 @@ def runs(
     if not rows:
         out.print(f"no runs in {runs_dir} (start one with `harnessctl eval --suite livestream --model ...`)")
         return
+    _print_runs(rows, runs_dir)
+
+
+def _print_runs(rows: list[dict[str, Any]], runs_dir: Path) -> None:
+    """The runs as a table (id, model, suites and scores, errors, done); then what could not be read."""
     t = Table(title=f"runs in {runs_dir}", title_justify="left", box=box.SIMPLE_HEAD)
     # the run id is what the next command needs (`compare`, `report`, `--resume`): never cut it;
     # a long model path folds onto more lines instead
