@@ -430,6 +430,7 @@ def _print_loop(result: Any, model: str, applied: Any) -> None:
 
 
 def release(
+    ctx: typer.Context,
     version: Annotated[str, typer.Argument(help="The version to release, e.g. v4.")],
     gate: Annotated[
         bool,
@@ -503,33 +504,13 @@ def release(
 
     Exit 1 (nothing changed) on a regression or a latency budget miss."""
     from harnessctl.eval.compare import GATES
-    from harnessctl.loop.release import GateConfig
     from harnessctl.loop.release import release as do_release
 
     if regression_rule not in GATES:
         fail(f"--regression-rule: expected one of {', '.join(GATES)}, got {regression_rule!r}")
     with cli_errors(ValueError):
         folder = resolve_harness_path(harness)
-        cfg = None
-        if gate:
-            if not model:
-                raise CLIError("--gate needs --model: the deployed model the gate evaluates (or pass --no-gate)")
-            cfg = GateConfig(
-                model=model,
-                api_base=api_base,
-                suites=_suites(suite),
-                limit=limit,
-                per_element=per_element,
-                threshold=threshold,
-                regression_rule=regression_rule,
-                seed=seed,
-                latency_budget_s=_duration(latency_budget, "--latency-budget"),
-                jobs=jobs,
-                runs_dir=str(runs_dir),
-                evals_dir=str(evals_dir),
-                cache=not no_cache,
-                max_tokens=max_tokens,
-            )
+        cfg = _gate_config(ctx.params) if gate else None
         with _progress(not as_json and gate) as progress:
             result = do_release(
                 folder,
@@ -547,6 +528,30 @@ def release(
         _print_release(result)
     if not result.passed:
         raise typer.Exit(EXIT_DIFFERENT)
+
+
+def _gate_config(p: dict[str, Any]) -> Any:
+    """The gate ``release --gate`` runs, from the command's parsed options (``ctx.params``)."""
+    from harnessctl.loop.release import GateConfig
+
+    if not p["model"]:
+        raise CLIError("--gate needs --model: the deployed model the gate evaluates (or pass --no-gate)")
+    return GateConfig(
+        model=p["model"],
+        api_base=p["api_base"],
+        suites=_suites(p["suite"]),
+        limit=p["limit"],
+        per_element=p["per_element"],
+        threshold=p["threshold"],
+        regression_rule=p["regression_rule"],
+        seed=p["seed"],
+        latency_budget_s=_duration(p["latency_budget"], "--latency-budget"),
+        jobs=p["jobs"],
+        runs_dir=str(p["runs_dir"]),
+        evals_dir=str(p["evals_dir"]),
+        cache=not p["no_cache"],
+        max_tokens=p["max_tokens"],
+    )
 
 
 def _print_release(r: Any) -> None:
