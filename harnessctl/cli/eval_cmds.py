@@ -138,9 +138,7 @@ def eval_cmd(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from harnessctl.eval.runner import EvalConfig, default_limit, resume_eval, run_eval
-    from harnessctl.eval.stats import parse_duration
-    from harnessctl.eval.suites import find_evals_dir
+    from harnessctl.eval.runner import resume_eval, run_eval
 
     where = "" if runs_dir == DEFAULT_RUNS_DIR else f" --runs-dir {shlex.quote(str(runs_dir))}"
     with cli_errors(ValueError):
@@ -153,30 +151,8 @@ def eval_cmd(
                 from harnessctl.eval.store import check_run_id
 
                 check_run_id(run_id)
-            config = EvalConfig(
-                suites=[s.strip() for s in suite.split(",") if s.strip()],
-                model=model or "",  # the default is named below, once the settings are known good
-                api_base=api_base,
-                api_key_env=api_key_env,
-                jobs=8 if jobs is None else jobs,
-                limit=None if limit == 0 else limit,  # sized below, once the model is known
-                repeat=repeat,
-                cache=not no_cache,
-                latency_budget_s=parse_duration(latency_budget),
-                case_timeout_s=120.0 if case_timeout == "auto" else parse_duration(case_timeout),
-                scale_timeout=case_timeout == "auto",
-                temperature=temperature,
-                max_tokens=max_tokens,
-                retries=retries,
-                max_error_share=max_error_share,
-                harness_path=str(resolve_harness_path(harness)),
-                evals_dir=str(find_evals_dir(evals_dir)),
-                runs_dir=str(runs_dir),
-            )
-            config.model = choose_model(model)
-            config.limit, config.sampled = default_limit(config.model, limit, all_cases=all_cases)
-            if config.model == "oracle" and config.suites == ["ifeval"]:
-                raise CLIError("the oracle has no answers for IFEval prompts: pass --model (a served or local model)")
+            config = _eval_config(ctx.params)  # the default model is named next, once the settings are known good
+            config.use_model(choose_model(model), limit, all_cases=all_cases)
             with _progress("eval", enabled=not as_json or err.is_terminal) as update:
                 outcome = run_eval(
                     config,
@@ -192,6 +168,35 @@ def eval_cmd(
         _note_control_suites(outcome.store.manifest)
         _note_sample(outcome.store.manifest)
     _exit_on_errors(summary, outcome.store.manifest, where)
+
+
+def _eval_config(p: dict[str, Any]) -> Any:
+    """The settings of a new run from the command's parsed options (``ctx.params``); its model and
+    cases per suite are set after (:meth:`~harnessctl.eval.runner.EvalConfig.use_model`)."""
+    from harnessctl.eval.runner import EvalConfig
+    from harnessctl.eval.stats import parse_duration
+    from harnessctl.eval.suites import find_evals_dir
+
+    return EvalConfig(
+        suites=[s.strip() for s in p["suite"].split(",") if s.strip()],
+        model=p["model"] or "",
+        api_base=p["api_base"],
+        api_key_env=p["api_key_env"],
+        jobs=8 if p["jobs"] is None else p["jobs"],
+        limit=None if p["limit"] == 0 else p["limit"],
+        repeat=p["repeat"],
+        cache=not p["no_cache"],
+        latency_budget_s=parse_duration(p["latency_budget"]),
+        case_timeout_s=120.0 if p["case_timeout"] == "auto" else parse_duration(p["case_timeout"]),
+        scale_timeout=p["case_timeout"] == "auto",
+        temperature=p["temperature"],
+        max_tokens=p["max_tokens"],
+        retries=p["retries"],
+        max_error_share=p["max_error_share"],
+        harness_path=str(resolve_harness_path(p["harness"])),
+        evals_dir=str(find_evals_dir(p["evals_dir"])),
+        runs_dir=str(p["runs_dir"]),
+    )
 
 
 def _say_start(store: Any, where: str) -> None:

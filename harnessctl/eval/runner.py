@@ -151,6 +151,21 @@ class EvalConfig:
         if not 0.0 <= self.max_error_share <= 1.0:
             raise ValueError(f"--max-error-share must be in [0, 1], got {self.max_error_share:g}")
 
+    def use_model(self, model: str, limit: int | None = None, *, all_cases: bool = False) -> EvalConfig:
+        """Run ``model``, with the cases per suite :func:`default_limit` gives ``limit`` as asked
+        (``0`` or ``all_cases``: every case); refuses the oracle on IFEval alone (it has no answers
+        for the prompts). Returns the config.
+
+        >>> config = EvalConfig(model="").use_model("shipped:hat")
+        >>> config.model, config.limit, config.sampled
+        ('shipped:hat', 100, True)
+        """
+        self.model = model
+        self.limit, self.sampled = default_limit(model, limit, all_cases=all_cases)
+        if model == "oracle" and self.suites == ["ifeval"]:
+            raise ValueError("the oracle has no answers for IFEval prompts: pass --model (a served or local model)")
+        return self
+
     def settings(self, repeat: int) -> GenerationSettings:
         return GenerationSettings(
             temperature=self.temperature,
