@@ -193,7 +193,6 @@ def augment(
         op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
         para = make_paraphraser(paraphraser, api_base=api_base)  # litellm: cached under .harnessctl/cache
         _refuse_mixed_modes(ctx, n, trajectories, fixed_harness, split)
-        show_progress = not as_json or err.is_terminal
         if preview or trajectories is None:
             spec = VariantSpec(seed=seed, ops=op_list, strength=strength, split=split, paraphraser=paraphraser)
         if preview:
@@ -201,7 +200,7 @@ def augment(
         elif trajectories is not None:
             kind = "fixed" if fixed_harness else "hsa"
             target = out_dir or Path("out") / "datasets" / f"{source.name}-{kind}-s{seed}"
-            with _progress("trajectories", show_progress) as update:
+            with _progress("trajectories", not as_json or err.is_terminal) as update:
                 result = build_trajectories(
                     source,
                     target,
@@ -214,7 +213,7 @@ def augment(
                 )
         else:
             target = out_dir or Path("out") / "variants" / f"{source.name}-{split}-s{seed}"
-            with _progress("variants", show_progress) as update:
+            with _progress("variants", not as_json or err.is_terminal) as update:
                 result = write_variants(
                     source, target, spec, n, force=force, paraphraser=para, jobs=jobs, on_progress=update
                 )
