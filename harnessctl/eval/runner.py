@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.models.base import GenerationSettings, ModelError, agenerate, cacheable
-from harnessctl.models.registry import memorised_surface, resolve_model, runs_checkpoint
+from harnessctl.models.registry import answers_instructions, memorised_surface, resolve_model, runs_checkpoint
 from harnessctl.runtime.loop import arun_episode
 from harnessctl.runtime.record import EpisodeRecord, ModelStep, Termination
 from harnessctl.sim.scorer import score_episode  # importing the simulator registers oracle and oracle-blind
@@ -231,8 +231,9 @@ class EvalOutcome:
 
 
 def skipped_suites(config: EvalConfig) -> dict[str, str]:
-    """Suites a model cannot take: the oracle knows live-commerce cases, not general instructions."""
-    if (config.model == "oracle" or config.model.startswith("oracle-blind")) and "ifeval" in config.suites:
+    """Suites a model cannot take: the simulator's policies (its kind declares no
+    ``answers_instructions``) know live-commerce cases, not general instructions."""
+    if not answers_instructions(config.model) and "ifeval" in config.suites:
         return {"ifeval": "the oracle is the simulator's reference policy; it has no answers for general instructions"}
     return {}
 

@@ -82,6 +82,9 @@ class ModelKind:
     separators: tuple[str, ...] = ()
     memorised: Callable[[str], dict[str, Any] | None] | None = None
     checkpoint: bool = False
+    #: Whether the model answers general instructions (IFEval): False for the simulator's
+    #: reference policies, which answer live-commerce cases from their answer keys only.
+    answers_instructions: bool = True
 
     def matches(self, spec: str) -> bool:
         return (self.bare and spec == self.name) or any(spec.startswith(self.name + s) for s in self.separators)
@@ -100,11 +103,12 @@ def register_model(
     separators: tuple[str, ...] = (),
     memorised: Callable[[str], dict[str, Any] | None] | None = None,
     checkpoint: bool = False,
+    answers_instructions: bool = True,
 ) -> ModelKind:
     """Register (or replace) the kind of model string ``name``: ``factory(spec)`` builds the
     backend for a string of that kind; ``label`` names it in errors (default: ``name``); the
     other fields are :class:`ModelKind`'s."""
-    kind = ModelKind(name, factory, label or name, bare, tuple(separators), memorised, checkpoint)
+    kind = ModelKind(name, factory, label or name, bare, tuple(separators), memorised, checkpoint, answers_instructions)
     _KINDS[name] = kind
     return kind
 
@@ -173,6 +177,17 @@ def runs_checkpoint(spec: str) -> bool:
     """
     kind = model_kind(spec)
     return kind is not None and kind.checkpoint
+
+
+def answers_instructions(spec: str) -> bool:
+    """Whether a model string's model answers general instructions (its kind declares
+    ``answers_instructions``; a litellm string always does).
+
+    >>> answers_instructions("openai/x"), answers_instructions("shipped:hat")
+    (True, True)
+    """
+    kind = model_kind(spec)
+    return kind is None or kind.answers_instructions
 
 
 def memorised_surface(spec: str) -> dict[str, Any] | None:

@@ -94,10 +94,11 @@ def _oracle_blind(spec: str) -> ModelBackend:
     return OracleBlindModel(reference, memorised=info)
 
 
-register_model(ORACLE, _oracle, label="the oracle")
+register_model(ORACLE, _oracle, label="the oracle", answers_instructions=False)
 register_model(
     ORACLE_BLIND,
     _oracle_blind,
     separators=(":", "@"),
     memorised=lambda spec: blind_surface(spec)[1],
+    answers_instructions=False,
 )

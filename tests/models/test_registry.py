@@ -48,6 +48,19 @@ def test_the_simulators_kinds_and_what_they_declare():
     assert reads_answer_key(blind) and cacheable(blind)
     assert registry.memorised_surface("oracle-blind")["harness"] == "livecommerce"
     assert registry.memorised_surface("oracle") is None and registry.memorised_surface("openai/x") is None
+    assert not registry.answers_instructions("oracle") and not registry.answers_instructions("oracle-blind@v1")
+
+
+def test_eval_leaves_ifeval_out_for_a_kind_that_answers_no_instructions(scratch_kinds):
+    from harnessctl.eval.runner import EvalConfig, skipped_suites
+
+    register_model("policy", lambda spec: None, answers_instructions=False)
+    register_model("chat", lambda spec: None)
+    suites = ["livestream", "ifeval"]
+    assert list(skipped_suites(EvalConfig(model="policy", suites=suites))) == ["ifeval"]
+    assert skipped_suites(EvalConfig(model="policy", suites=["livestream"])) == {}
+    assert skipped_suites(EvalConfig(model="chat", suites=suites)) == {}
+    assert skipped_suites(EvalConfig(model="openai/x", suites=suites)) == {}
 
 
 def test_a_backend_that_declares_nothing_has_the_protocols_defaults():
