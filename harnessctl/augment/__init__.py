@@ -16,7 +16,8 @@ datasets (:mod:`.trajectories`). Training and held-out variants draw from disjoi
 from .feasibility import feasible_floors
 from .manifest import SourceInfo, VariantManifest, read_manifest, surface_map
 from .operators import FAMILIES, OPERATORS, OpContext, apply_operator, apply_operators, resolve_operators
-from .paraphrase import LexiconParaphraser, Paraphraser, make_paraphraser
+from .paraphrase import LexiconParaphraser, Paraphraser
+from .paraphrasers import make_paraphraser
 from .preview import Preview, preview_variant
 from .records import Change, OpRecord
 from .trajectories import TrajectorySpec, TrajectorySummary, build_trajectories, chat_template_inputs, plan_pairs

@@ -212,23 +212,3 @@ class LexiconParaphraser:
             return masked
         frames = vocab.description_frames
         return frames[rng.randrange(len(frames))].replace("{d}", masked.strip())
-
-
-def make_paraphraser(
-    spec: str | None = None, *, cache_dir: str | None = None, api_base: str | None = None
-) -> Paraphraser:
-    """The paraphraser a spec names: ``None``/``"lexicon"`` (offline) or ``"litellm:<model>"``.
-
-    >>> make_paraphraser().name
-    'lexicon'
-    """
-    if spec in (None, "", "lexicon"):
-        return LexiconParaphraser()
-    if spec.startswith("litellm:"):
-        model = spec.split(":", 1)[1]
-        if not model:
-            raise ValueError("--paraphraser litellm:<model> needs a model, e.g. litellm:openai/gpt-4o-mini")
-        from .llm_paraphrase import LiteLLMParaphraser
-
-        return LiteLLMParaphraser(model, cache_dir=cache_dir, api_base=api_base)
-    raise ValueError(f"unknown paraphraser {spec!r}: use 'lexicon' or 'litellm:<model>'")

@@ -60,7 +60,8 @@ from harnessctl.harness.model import Harness
 from .feasibility import feasible_floors, harness_fingerprint
 from .manifest import source_info
 from .operators import OPERATORS, OpContext, derive_seed, resolve_operators, unhideable_skills
-from .paraphrase import Paraphraser, make_paraphraser
+from .paraphrase import Paraphraser
+from .paraphrasers import make_paraphraser
 from .variants import DEFAULT_STRENGTH, Variant, VariantSpec, iter_variants
 
 DATASET_SCHEMA_VERSION = 1

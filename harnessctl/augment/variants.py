@@ -21,7 +21,8 @@ from harnessctl.harness.model import Harness
 
 from .manifest import SourceInfo, VariantManifest, source_info, surface_map
 from .operators import OpContext, apply_operators, derive_seed, resolve_operators
-from .paraphrase import Paraphraser, make_paraphraser
+from .paraphrase import Paraphraser
+from .paraphrasers import make_paraphraser
 from .vocab import check_split
 
 DEFAULT_STRENGTH = 0.5

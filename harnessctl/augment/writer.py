@@ -37,7 +37,8 @@ from harnessctl.harness.model import Harness
 
 from .feasibility import feasible_floors, harness_fingerprint
 from .manifest import MANIFEST_FILE, SourceInfo, read_manifest, source_info, write_manifest
-from .paraphrase import Paraphraser, make_paraphraser
+from .paraphrase import Paraphraser
+from .paraphrasers import make_paraphraser
 from .variants import VariantSpec, iter_variants
 
 INDEX_FILE = "index.json"

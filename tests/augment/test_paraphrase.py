@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harnessctl.augment.llm_paraphrase import LiteLLMParaphraser
-from harnessctl.augment.paraphrase import LexiconParaphraser, keeps_protected, make_paraphraser, protected_spans
+from harnessctl.augment.paraphrase import LexiconParaphraser, keeps_protected, protected_spans
+from harnessctl.augment.paraphrasers import make_paraphraser
 from harnessctl.models.base import ModelError
 from harnessctl.models.types import ModelResponse
 
