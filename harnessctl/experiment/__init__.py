@@ -11,6 +11,7 @@ the project's suites, resumable arm by arm.
 >>> results = run_study(quick_plan(), "experiments/quick")   # doctest: +SKIP
 """
 
+from .arms import StudyError, StudyInterrupted
 from .plan import (
     ARMS,
     Arm,
@@ -22,7 +23,7 @@ from .plan import (
     quick_plan,
     smollm2_plan,
 )
-from .runner import StudyError, StudyInterrupted, run_study
+from .runner import run_study
 
 __all__ = [
     "ARMS",

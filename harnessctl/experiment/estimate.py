@@ -164,7 +164,7 @@ def probe_plan(plan: StudyPlan) -> StudyPlan:
 def planned_configs(plan: StudyPlan, root: Path) -> dict[tuple[str, str], Any]:
     """``{(arm, phase): trainer config}`` as ``plan`` would train them (phase ``general`` for a
     one-phase arm, then its second phase's name)."""
-    from .runner import phase_config, stage_config
+    from .arms import phase_config, stage_config
 
     configs: dict[tuple[str, str], Any] = {}
     for arm in plan.arms():
@@ -211,7 +211,7 @@ class ProbePhase:
 def probe_phases(record: dict[str, Any]) -> dict[str, ProbePhase]:
     """``{phase: ProbePhase}`` from an arm's ``train.json`` (a two-phase arm's joined log is split
     at the first phase's last step; the second phase's steps are numbered after it)."""
-    from .runner import _train_seconds
+    from .arms import _train_seconds
 
     log = list(record.get("log") or [])
     if not record.get("phases"):
@@ -371,7 +371,8 @@ def estimate_study(
     scoring timed once and counted at every check), then time the plan's evaluation runs on a few
     cases each (:func:`probe_evaluation`). Raises ``StudyInterrupted`` when stopped with Ctrl-C
     during a probe's training (in a scratch folder: saying that nothing of a study was written)."""
-    from .runner import TRAIN_FILE, StudyInterrupted, _read_json, build_datasets, check_inputs, train_arms
+    from .arms import TRAIN_FILE, StudyInterrupted, _read_json
+    from .runner import build_datasets, check_inputs, train_arms
 
     check_inputs(plan)
     probe = probe_plan(plan)

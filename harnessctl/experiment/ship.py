@@ -21,8 +21,9 @@ from typing import Any
 from harnessctl.models.base import ModelError
 from harnessctl.models.shipped import ShippedModel, check_name, install_model
 
+from .arms import ARM_FILE, PLAN_FILE, StudyError
 from .plan import PlanError, StudyPlan, plan_options
-from .runner import ARM_FILE, PLAN_FILE, RESULTS_JSON, StudyError
+from .runner import RESULTS_JSON
 
 
 def _read(path: Path) -> dict[str, Any] | None:

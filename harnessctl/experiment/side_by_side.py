@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harnessctl.experiment.arms import StudyError, StudyInterrupted, train_arm
 from harnessctl.experiment.plan import ARMS, Arm, StudyPlan
 
 #: The trainer's lines of an arm trained in a process of its own.
@@ -44,8 +45,6 @@ def train_side_by_side(
     evenly; returns their names. Raises ``StudyInterrupted`` when stopped with Ctrl-C (every arm
     saved a checkpoint) and ``StudyError`` naming each arm that failed."""
     import multiprocessing
-
-    from harnessctl.experiment.runner import StudyError, StudyInterrupted
 
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no torch state shared
     threads = max(1, (os.cpu_count() or 1) // len(arms))
@@ -161,7 +160,6 @@ def _train_in_process(plan: dict[str, Any], arm_name: str, root: str, threads: i
     import torch
 
     torch.set_num_threads(threads)
-    from harnessctl.experiment.runner import StudyError, StudyInterrupted, train_arm
 
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     print(f"== arm {arm_name}, started {started}, {threads} thread(s)", flush=True)

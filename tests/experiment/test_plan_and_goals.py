@@ -174,7 +174,7 @@ def test_a_distillation_arms_first_call_match_is_kept_as_a_curve_and_plotted():
 
 
 def test_each_arm_trains_from_its_parent_on_its_own_data_and_logs_a_curve(tmp_path):
-    from harnessctl.experiment.runner import stage_config
+    from harnessctl.experiment.arms import stage_config
 
     plan = quick_plan(ablations=True)
     cfgs = {a.name: stage_config(plan, a, tmp_path) for a in plan.arms()}
@@ -221,7 +221,8 @@ def test_the_table_says_whether_stage_0_copies_and_says_nothing_for_a_study_that
 
 
 def test_a_continued_study_may_run_more_episodes_at_once_but_not_change_its_plan(tmp_path):
-    from harnessctl.experiment.runner import StudyError, open_study
+    from harnessctl.experiment.arms import StudyError
+    from harnessctl.experiment.runner import open_study
 
     open_study(apply_overrides(full_plan(), ["sft.max_steps=600"]), tmp_path / "s")
     open_study(full_plan(eval_jobs=2), tmp_path / "s")  # the preset's 600 is the --set's "600"; -j may change
@@ -250,7 +251,8 @@ def test_the_presets_evaluate_16_episodes_at_once_in_process_and_measure_latency
 
 
 def test_a_refused_continuation_names_the_options_the_study_was_started_with(tmp_path):
-    from harnessctl.experiment.runner import StudyError, open_study
+    from harnessctl.experiment.arms import StudyError
+    from harnessctl.experiment.runner import open_study
 
     open_study(apply_overrides(full_plan(), ["sft.max_steps=1600"]), tmp_path / "long")
     with pytest.raises(StudyError, match=r"started with \(--set sft\.max_steps=1600\)"):

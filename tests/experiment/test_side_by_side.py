@@ -8,8 +8,9 @@ import json
 
 import pytest
 
+from harnessctl.experiment.arms import StudyError, trained
 from harnessctl.experiment.plan import ARMS, apply_overrides, quick_plan
-from harnessctl.experiment.runner import StudyError, run_study, trained
+from harnessctl.experiment.runner import run_study
 from harnessctl.experiment.side_by_side import TRAIN_LOG, last_step, train_side_by_side
 
 

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
+from harnessctl.experiment.arms import GENERAL_DIR, StudyError, phase_config, stage_config
 from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, full_plan, quick_plan
-from harnessctl.experiment.runner import GENERAL_DIR, StudyError, phase_config, run_study, stage_config
+from harnessctl.experiment.runner import run_study
 from harnessctl.experimental.phases import ANCHOR
 
 

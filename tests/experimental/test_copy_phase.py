@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from harnessctl.experiment.arms import GENERAL_DIR, StudyError, phase_config, stage_config, train_arm
 from harnessctl.experiment.plan import ARMS, PlanError, apply_overrides, full_plan, quick_plan
-from harnessctl.experiment.runner import GENERAL_DIR, StudyError, phase_config, stage_config, train_arm
 from harnessctl.experimental.phases import COPY
 
 
@@ -99,8 +99,8 @@ def test_a_base_with_a_copy_phase_trains_both_phases_records_them_as_one_and_con
 
 
 def test_a_study_started_before_the_preset_had_a_copy_phase_continues_with_copy_steps_0(tmp_path):
+    from harnessctl.experiment.arms import StudyError as Refused
     from harnessctl.experiment.plan import full_plan, plan_options
-    from harnessctl.experiment.runner import StudyError as Refused
     from harnessctl.experiment.runner import open_study
     from harnessctl.experiment.ship import reproduce_command
 
