@@ -24,9 +24,12 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import Any
 
+from harnessctl.eval.charts import bar_chart
+from harnessctl.eval.report import REPORT_CSS
 from harnessctl.eval.stats import percentile
 
 SPECULATIVE_METHODS = ("mtp", "ngram")
@@ -250,7 +253,7 @@ def bench_harness(
 ) -> LatencyBench:
     """:func:`bench_latency` on 32 first turns of the harness (:func:`bench_requests`); with
     ``html``, the results are also written there as a self-contained page
-    (:func:`~harnessctl.loop.report.bench_page`). ``kwargs`` go to :func:`bench_latency`.
+    (:func:`bench_page`). ``kwargs`` go to :func:`bench_latency`.
 
     >>> r = bench_harness("openai/tiny", "harnesses/livecommerce", api_base=url, concurrency=[1, 4], html="out/bench.html")   # doctest: +SKIP
     >>> r.over_budget_at()                                                                                                   # doctest: +SKIP
@@ -258,8 +261,6 @@ def bench_harness(
     """
     result = bench_latency(model, requests=bench_requests(harness_dir, evals_dir, n=32), **kwargs)
     if html:
-        from .report import bench_page
-
         html = Path(html)
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(bench_page(result), encoding="utf-8")
@@ -355,3 +356,52 @@ def speedup(without: LatencyBench, with_spec: LatencyBench) -> dict[int, float |
         ok = b is not None and a.tokens_per_s and b.tokens_per_s and not math.isnan(a.tokens_per_s)
         out[a.concurrency] = round(b.tokens_per_s / a.tokens_per_s, 3) if ok else None
     return out
+
+
+def bench_page(bench: LatencyBench) -> str:
+    """A self-contained HTML page of a latency bench: percentiles per concurrency, TTFT, tokens/s.
+
+    >>> Path("bench.html").write_text(bench_page(result))   # doctest: +SKIP
+    """
+    rows = []
+    for lv in bench.levels:
+        rows.append(
+            f"<tr><td class=num>{lv.concurrency}</td><td class=num>{lv.n}</td><td class=num>{lv.errors}</td>"
+            f"<td class=num>{_s(lv.p50)}</td><td class=num>{_s(lv.p95)}</td><td class=num>{_s(lv.p99)}</td>"
+            f"<td class=num>{_s(lv.ttft_p50)}</td><td class=num>{_s(lv.ttft_p95)}</td>"
+            f"<td class=num>{'—' if lv.tokens_per_s is None else f'{lv.tokens_per_s:.1f}'}</td>"
+            f"<td class=num>{100 * lv.over_budget:.1f}%</td><td class=num>{lv.throughput_rps:.2f}</td></tr>"
+        )
+    charts = []
+    for q in ("p50", "p95", "p99"):
+        charts.append(f"<div><h3>{q.upper()} per reply (s)</h3>")
+        charts.append(
+            bar_chart(
+                [(f"c={lv.concurrency}", getattr(lv, q)) for lv in bench.levels if not math.isnan(getattr(lv, q))],
+                max_value=bench.budget_s,
+                unit="s",
+            )
+        )
+        charts.append("</div>")
+    return "\n".join(
+        [
+            "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+            f"<title>latency bench — {escape(bench.model)}</title><style>{REPORT_CSS}</style></head><body>",
+            f"<h1>Latency bench — {escape(bench.model)}</h1>",
+            f"<p class=meta>budget {bench.budget_s:g}s per reply · max {bench.max_tokens} tokens per reply"
+            + (f" · {escape(bench.note)}" if bench.note else "")
+            + "</p>",
+            (
+                "<table><thead><tr><th>concurrency</th><th>n</th><th>errors</th><th>P50 s</th><th>P95 s</th><th>P99 s</th>"
+                "<th>TTFT P50 s</th><th>TTFT P95 s</th><th>tokens/s</th><th>over budget</th><th>req/s</th></tr></thead><tbody>"
+            ),
+            *rows,
+            "</tbody></table><div class=grid>",
+            *charts,
+            "</div></body></html>",
+        ]
+    )
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None or math.isnan(x) else f"{x:.3f}"

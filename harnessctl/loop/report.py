@@ -11,15 +11,13 @@ True
 
 from __future__ import annotations
 
-import math
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from harnessctl.eval.charts import bar_chart
-from harnessctl.eval.report import REPORT_CSS, render_report
+from harnessctl.eval.report import render_report
 
-from .bench import LatencyBench
 from .diagnose import Diagnosis, diagnose_run
 
 _CASES_HEADING = "<h2>Cases</h2>"
@@ -154,52 +152,3 @@ def diagnose_with_report(
     from harnessctl.eval.store import RunStore
 
     return d, write_run_report(RunStore.open(run, runs_dir).root, d)
-
-
-def bench_page(bench: LatencyBench) -> str:
-    """A self-contained HTML page of a latency bench: percentiles per concurrency, TTFT, tokens/s.
-
-    >>> Path("bench.html").write_text(bench_page(result))   # doctest: +SKIP
-    """
-    rows = []
-    for lv in bench.levels:
-        rows.append(
-            f"<tr><td class=num>{lv.concurrency}</td><td class=num>{lv.n}</td><td class=num>{lv.errors}</td>"
-            f"<td class=num>{_s(lv.p50)}</td><td class=num>{_s(lv.p95)}</td><td class=num>{_s(lv.p99)}</td>"
-            f"<td class=num>{_s(lv.ttft_p50)}</td><td class=num>{_s(lv.ttft_p95)}</td>"
-            f"<td class=num>{'—' if lv.tokens_per_s is None else f'{lv.tokens_per_s:.1f}'}</td>"
-            f"<td class=num>{100 * lv.over_budget:.1f}%</td><td class=num>{lv.throughput_rps:.2f}</td></tr>"
-        )
-    charts = []
-    for q in ("p50", "p95", "p99"):
-        charts.append(f"<div><h3>{q.upper()} per reply (s)</h3>")
-        charts.append(
-            bar_chart(
-                [(f"c={lv.concurrency}", getattr(lv, q)) for lv in bench.levels if not math.isnan(getattr(lv, q))],
-                max_value=bench.budget_s,
-                unit="s",
-            )
-        )
-        charts.append("</div>")
-    return "\n".join(
-        [
-            "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-            f"<title>latency bench — {escape(bench.model)}</title><style>{REPORT_CSS}</style></head><body>",
-            f"<h1>Latency bench — {escape(bench.model)}</h1>",
-            f"<p class=meta>budget {bench.budget_s:g}s per reply · max {bench.max_tokens} tokens per reply"
-            + (f" · {escape(bench.note)}" if bench.note else "")
-            + "</p>",
-            (
-                "<table><thead><tr><th>concurrency</th><th>n</th><th>errors</th><th>P50 s</th><th>P95 s</th><th>P99 s</th>"
-                "<th>TTFT P50 s</th><th>TTFT P95 s</th><th>tokens/s</th><th>over budget</th><th>req/s</th></tr></thead><tbody>"
-            ),
-            *rows,
-            "</tbody></table><div class=grid>",
-            *charts,
-            "</div></body></html>",
-        ]
-    )
-
-
-def _s(x: float | None) -> str:
-    return "—" if x is None or math.isnan(x) else f"{x:.3f}"
