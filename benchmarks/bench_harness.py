@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.harness import load_harness, read_documents, render_harness, validate_documents
+from harnessctl.harness.check import check_harness_dir
 from harnessctl.harness.loader import build_harness, harness_files
 from harnessctl.harness.save import render_harness_files
-from harnessctl.harness.validate import check_harness_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from harnessctl.harness.check import HarnessCheck, check_harness_dir
 from harnessctl.harness.errors import Issue
 from harnessctl.harness.starter import harness_name_for, init_repository, write_starter
-from harnessctl.harness.validate import HarnessCheck, check_harness_dir, issue_under
+from harnessctl.harness.validate import issue_under
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import EXIT_BAD_INPUT, EXIT_OK, CLIError, cli_errors, out, print_json

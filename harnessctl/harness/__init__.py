@@ -79,9 +79,10 @@ __all__ += [
 
 # Validation, the backend registry, saving and the starter harness.
 from .backends import get_backend, known_backends, register_backend  # noqa: E402
+from .check import HarnessCheck, check_harness_dir, validate_harness_dir  # noqa: E402
 from .save import render_harness_files, save_harness  # noqa: E402
 from .starter import write_starter  # noqa: E402
-from .validate import HarnessCheck, check_harness_dir, validate_documents, validate_harness_dir  # noqa: E402
+from .validate import validate_documents  # noqa: E402
 
 __all__ += [
     "HarnessCheck",

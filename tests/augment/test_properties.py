@@ -14,9 +14,9 @@ from harnessctl.augment import FAMILIES, SPLITS, apply_operator, make_variant, v
 from harnessctl.augment.manifest import manifest_json
 from harnessctl.augment.operators import OpContext
 from harnessctl.augment.vocab import NAME_KINDS, NAME_STYLES, NameMaker, name_tokens, split_of
+from harnessctl.harness.check import validate_harness_dir
 from harnessctl.harness.render import render_harness, render_skill
 from harnessctl.harness.save import render_harness_files, save_harness
-from harnessctl.harness.validate import validate_harness_dir
 
 variant_args = st.fixed_dictionaries(
     {

@@ -193,7 +193,7 @@ def test_moving_a_skill_changes_harness_yaml_only_and_renames_no_file(repo, sim_
 
 
 def test_an_order_list_must_name_every_skill_once_and_only_skills_that_exist(tmp_path, sim_backends):
-    from harnessctl.harness.validate import validate_harness_dir
+    from harnessctl.harness.check import validate_harness_dir
 
     root = copy_harness(tmp_path / "lc")
     keys = sorted(p.stem for p in (root / "skills").iterdir())

@@ -19,6 +19,7 @@ from harnessctl.harness.backends import (
     known_backends,
     register_backend,
 )
+from harnessctl.harness.check import check_harness_dir, validate_harness_dir
 from harnessctl.harness.loader import read_documents
 from harnessctl.harness.model import (
     RETRY_TRIGGERS,
@@ -33,10 +34,8 @@ from harnessctl.harness.model import (
 from harnessctl.harness.validate import (
     PATTERN_HINTS,
     SCHEMA_DIR,
-    check_harness_dir,
     load_schema,
     validate_documents,
-    validate_harness_dir,
 )
 
 from .harness_support import LIVECOMMERCE, REPO_ROOT, copy_harness, edit, sim_backends  # noqa: F401
