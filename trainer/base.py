@@ -105,4 +105,4 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
 if __name__ == "__main__":
     from trainer.cli import main
 
-    main("base")
+    main("base", train_base)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from trainer.common import TrainError, TrainResult
 from trainer.config import ConfigError, field_help, load_config
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
@@ -61,10 +63,12 @@ def usage(stage: str) -> str:
     return "\n".join(lines)
 
 
-def main(stage: str, argv: list[str] | None = None) -> None:
-    """Parse, run the stage, print the summary; exits with the code above."""
-    from trainer.common import TrainError
-    from trainer.stages import run_stage
+def main(stage: str, train: Callable[..., TrainResult], argv: list[str] | None = None) -> None:
+    """Parse, run the stage (``train``: its ``train_<stage>`` function, handed in by the stage's
+    module so that this one imports none of them), print the summary; exits with the code above.
+
+    >>> main("sft", train_sft, ["--config", "tiny-cpu", "--data", "out/datasets/livecommerce"])   # doctest: +SKIP
+    """
 
     argv = sys.argv[1:] if argv is None else argv
     if "-h" in argv or "--help" in argv:
@@ -73,7 +77,7 @@ def main(stage: str, argv: list[str] | None = None) -> None:
     try:
         config, overrides, flags = parse(stage, argv)
         cfg = load_config(stage, config, overrides)
-        result = run_stage(stage, cfg, resume=flags["resume"], progress=not flags["no_progress"] and not flags["json"])
+        result = train(cfg, resume=flags["resume"], progress=not flags["no_progress"] and not flags["json"])
     except (ConfigError, TrainError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -290,4 +290,4 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
 if __name__ == "__main__":
     from trainer.cli import main
 
-    main("distill")
+    main("distill", train_distill)

@@ -129,4 +129,4 @@ def groups_without_signal(log: list[dict[str, float]]) -> float | None:
 if __name__ == "__main__":
     from trainer.cli import main
 
-    main("rl")
+    main("rl", train_rl)

@@ -152,4 +152,4 @@ def heldout_rows(cfg: SFTStageConfig, tokenizer: Any, max_length: int) -> list[d
 if __name__ == "__main__":
     from trainer.cli import main
 
-    main("sft")
+    main("sft", train_sft)
