@@ -6,6 +6,7 @@ public names."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -172,3 +173,73 @@ def test_the_fence_checks_see_what_they_forbid(tmp_path):
     )
     used = private_names_used(wing, "harnessctl.experimental")
     assert used == ["2: imports trainer.common._hidden", "4: reads runner._train_seconds"]
+
+
+def import_cycles() -> list[list[str]]:
+    """Groups of the project's modules that import one another, directly or around a loop (at
+    module top or inside a function; a module importing its own package's ``__init__`` aside)."""
+    modules: dict[str, tuple[Path, str]] = {}
+    for root in CORE_ROOTS:
+        for path in sorted((REPO / root).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            name = ".".join(parts if parts[-1] != "__init__" else parts[:-1])
+            modules[name] = (path, ".".join(parts[:-1]))
+    graph = {
+        name: {m for _, m in _imports(path, package) if m in modules and m != name and not name.startswith(m + ".")}
+        for name, (path, package) in modules.items()
+    }
+    # Tarjan's strongly connected components, iteratively (the graph has hundreds of modules).
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        groups.append(sorted(group))
+    return sorted(groups)
+
+
+def test_no_modules_import_each_other():
+    assert import_cycles() == []
+
+
+def test_the_cycle_check_finds_modules_that_import_each_other(tmp_path, monkeypatch):
+    package = tmp_path / "harnessctl" / "demo"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from harnessctl.demo.c import other\n")
+    (package / "c.py").write_text("import harnessctl.demo.a\n")
+    (tmp_path / "trainer").mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert import_cycles() == [["harnessctl.demo.a", "harnessctl.demo.b", "harnessctl.demo.c"]]

@@ -36,20 +36,19 @@ hat``) when the package holds one, else ``oracle``. ``harnessctl model init`` bu
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models import plugins
 from harnessctl.models.base import ModelBackend, ModelError
+from harnessctl.models.plugins import load_entry_points
 
 #: The reference policy's name: the default model when nothing else is configured (registered by
 #: the simulator, :mod:`harnessctl.sim.model_strings`).
 ORACLE = "oracle"
-#: The entry-point group that names the modules registering with this layer on import.
-ENTRY_POINT_GROUP = "harnessctl.models"
 MODEL_ENV = "HARNESSCTL_MODEL"
 #: Where the trained embedded default lives, relative to the project folder.
 DEFAULT_MODEL_DIR = Path(".harnessctl") / "models" / "default"
@@ -91,7 +90,6 @@ class ModelKind:
 
 
 _KINDS: dict[str, ModelKind] = {}
-_entry_points_loaded = False
 
 
 def register_model(
@@ -122,7 +120,7 @@ def registered_models() -> list[str]:
 def model_kind(spec: str) -> ModelKind | None:
     """The registered kind a model string is of; None for a litellm provider string."""
     kind = _match(spec)
-    if kind is None and not _entry_points_loaded:
+    if kind is None and not plugins.loaded():
         load_entry_points()
         kind = _match(spec)
     return kind
@@ -130,16 +128,6 @@ def model_kind(spec: str) -> ModelKind | None:
 
 def _match(spec: str) -> ModelKind | None:
     return next((k for k in _KINDS.values() if k.matches(spec)), None)
-
-
-def load_entry_points() -> None:
-    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import)."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()
 
 
 def resolve_model(

@@ -26,7 +26,7 @@ from typing import Any
 
 from harnessctl.errors import HarnessctlError
 from harnessctl.harness import Harness, render_harness, render_skill
-from harnessctl.models.registry import load_entry_points
+from harnessctl.models.plugins import load_entry_points
 from harnessctl.models.syllables import pronounceable_name
 from harnessctl.models.tiny_template import CHAT_TEMPLATE
 

@@ -1,0 +1,33 @@
+"""The modules that register with the models layer on import (model-string kinds, corpus sources),
+named under the entry-point group :data:`ENTRY_POINT_GROUP` and imported once, the first time a
+registry is asked for a name it does not hold. A leaf: the registries import it, never the other
+way round.
+
+>>> load_entry_points(); loaded()
+True
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+#: The entry-point group that names the modules registering with this layer on import.
+ENTRY_POINT_GROUP = "harnessctl.models"
+
+_loaded = False
+
+
+def load_entry_points() -> None:
+    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import).
+    Marked loaded first, so that a registry asked while one of them imports does not recurse."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
+
+
+def loaded() -> bool:
+    """Whether :func:`load_entry_points` has run."""
+    return _loaded
