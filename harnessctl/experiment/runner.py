@@ -282,13 +282,13 @@ def evaluate_arm(
                 if served:  # the server's port changed: a served run restarts rather than resumes
                     shutil.rmtree(run_dir)
                 else:
-                    resume_eval(run_dir, jobs=plan.eval_jobs, progress=update)
+                    resume_eval(run_dir, jobs=eval_jobs(plan, model), progress=update)
             if not (run_dir / "manifest.json").is_file():
                 cfg = EvalConfig(
                     suites=suites,
                     model=model,
                     api_base=api_base,
-                    jobs=plan.served_jobs if served else plan.eval_jobs,
+                    jobs=plan.served_jobs if served else eval_jobs(plan, model),
                     limit=limit or None,
                     cache=False,
                     harness_path=plan.harness,
@@ -423,6 +423,17 @@ def eval_model(plan: StudyPlan, model_dir: Path) -> str:
     if plan.pretrained_base and _llamacpp_fits():
         return f"llamacpp:{model_dir}"
     return f"local:{model_dir}"
+
+
+def eval_jobs(plan: StudyPlan, model: str) -> int:
+    """Episodes in flight in an arm's in-process run: one through llama.cpp, which decodes one
+    sequence at a time under a lock (more only queue behind it, each case's wait growing until
+    it times out: 35 of 120 cases did at 8 on a loaded 2-core CPU), else ``plan.eval_jobs``.
+
+    >>> eval_jobs(StudyPlan(eval_jobs=8), "llamacpp:arms/sft/model"), eval_jobs(StudyPlan(eval_jobs=8), "local:m")
+    (1, 8)
+    """
+    return 1 if model.startswith("llamacpp:") else plan.eval_jobs
 
 
 def _llamacpp_fits() -> bool:

@@ -96,3 +96,5 @@ def test_a_study_on_a_pretrained_base_evaluates_its_arms_through_llama_cpp_on_a_
     for kind in ("suites", "history", "ifeval"):
         manifest = json.loads((runs / kind / "manifest.json").read_text())
         assert manifest["model"] == f"{engine}:{(runs.parent / 'model').resolve()}"
+        if engine == "llamacpp":  # one sequence at a time: more cases in flight would only queue
+            assert manifest["config"]["jobs"] == 1
