@@ -9,10 +9,13 @@ loader's name), skills that list unknown tool keys, unknown tool backends (see
 :mod:`harnessctl.harness.backends`), constraint values outside ``[min, max]``, undefined or
 malformed ``{{ }}`` templates, duplicate block and rule keys, guards naming a missing constraint.
 
->>> validate_harness_dir("harnesses/livecommerce")
+>>> from harnessctl.harness.loader import read_documents
+>>> validate_documents(read_documents("harnesses/livecommerce"), root="harnesses/livecommerce")
 []
->>> print(validate_harness_dir("broken")[0])                     # doctest: +SKIP
+>>> print(validate_documents(read_documents("broken"), root="broken")[0])      # doctest: +SKIP
 skills/greeting.yaml:3:1: unknown field 'descripton' ($.descripton) — did you mean 'description'?
+
+A whole folder, read, validated and built: :func:`harnessctl.harness.check.check_harness_dir`.
 """
 
 from __future__ import annotations
