@@ -19,15 +19,24 @@ import importlib.metadata
 #: The entry-point group naming the modules that register extensions on import.
 ENTRY_POINT_GROUP = "harnessctl.extensions"
 
-_loaded = False
+_loaded_groups: set[str] = set()
+
+
+def load_entry_point_group(group: str) -> None:
+    """Import, once, the modules named under the entry-point group ``group`` (they register on
+    import). Marked loaded first, so that a registry asked while one of them imports does not recurse."""
+    if group in _loaded_groups:
+        return
+    _loaded_groups.add(group)
+    for entry in importlib.metadata.entry_points(group=group):
+        entry.load()
+
+
+def group_loaded(group: str) -> bool:
+    """Whether :func:`load_entry_point_group` has run for ``group``."""
+    return group in _loaded_groups
 
 
 def load_extensions() -> None:
-    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import).
-    Marked loaded first, so that a registry asked while an extension imports does not recurse."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()
+    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import)."""
+    load_entry_point_group(ENTRY_POINT_GROUP)

@@ -9,25 +9,17 @@ True
 
 from __future__ import annotations
 
-import importlib.metadata
+from harnessctl.extensions import group_loaded, load_entry_point_group
 
 #: The entry-point group that names the modules registering with this layer on import.
 ENTRY_POINT_GROUP = "harnessctl.models"
 
-_loaded = False
-
 
 def load_entry_points() -> None:
-    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import).
-    Marked loaded first, so that a registry asked while one of them imports does not recurse."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()
+    """Import, once, the modules named under :data:`ENTRY_POINT_GROUP` (they register on import)."""
+    load_entry_point_group(ENTRY_POINT_GROUP)
 
 
 def loaded() -> bool:
     """Whether :func:`load_entry_points` has run."""
-    return _loaded
+    return group_loaded(ENTRY_POINT_GROUP)
