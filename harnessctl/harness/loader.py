@@ -30,6 +30,7 @@ from .model import (
     SkillLoader,
     Tool,
 )
+from .validate import validate_documents
 from .yamlio import folder_issues, read_yaml_file
 
 HARNESS_FILE = "harness.yaml"
@@ -167,8 +168,6 @@ def load_harness(root: str | Path, *, validate: bool = True) -> Harness:
     """
     docs = read_documents(root, round_trip=False)
     if validate:
-        from .validate import validate_documents
-
         issues = validate_documents(docs, root=str(root))
         if issues:
             # Read again with positions, so that every issue names its line and column.

@@ -59,7 +59,8 @@ from .loader import (
     read_documents,
 )
 from .model import Guard, Harness
-from .yamlio import dump_yaml, folder_issues, parse_yaml, parse_yaml_data
+from .validate import validate_documents
+from .yamlio import dump_yaml, folder_issues, parse_yaml, parse_yaml_data, safe_harness_path
 
 #: Texts longer than this are written as folded blocks (``>-``) in fresh files.
 FOLD_ABOVE = 100
@@ -117,7 +118,6 @@ def _skill_files_to_copy(h: Harness, target: Path) -> dict[str, bytes]:
         return {}
     if target.exists() and target.resolve() == Path(h.root).resolve():
         return {}
-    from .yamlio import safe_harness_path
 
     out: dict[str, bytes] = {}
     for skill in h.skills:
@@ -480,8 +480,6 @@ def _is_scalar(value: Any) -> bool:
 def _check_round_trip(h: Harness, texts: dict[str, str], *, validate: bool, backends: Iterable[str] | None) -> None:
     docs = {rel: parse_yaml_data(text, rel) for rel, text in texts.items()}
     if validate:
-        from .validate import validate_documents
-
         issues = validate_documents(docs, backends=backends)
         if issues:  # parse again with positions, so that every issue names its line
             rt = {rel: parse_yaml(text, rel) for rel, text in texts.items()}

@@ -36,6 +36,7 @@ from .errors import HarnessError, Issue
 from .fileio import atomic_write
 from .loader import HARNESS_FILE, load_harness
 from .model import Harness
+from .validate import issue_under
 from .yamlio import MAX_FILE_BYTES, dump_yaml, read_yaml_file
 
 #: ``v<digits>`` or a semantic version, with or without a leading ``v``.
@@ -648,8 +649,6 @@ def _materialize(tree: Any, dest: Path, where: str) -> None:
 
 def _load_folder(folder: str | Path) -> Harness:
     """Load a working folder; its issues name files as the user reaches them (``shop/tools/x.yaml``)."""
-    from .validate import issue_under
-
     try:
         return load_harness(folder)
     except HarnessError as e:

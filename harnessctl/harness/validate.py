@@ -32,6 +32,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from .backends import known_backends
 from .errors import HarnessError, Issue
 from .model import (
     RETRY_TEMPLATE_VARIABLES,
@@ -43,6 +44,7 @@ from .model import (
     Tool,
 )
 from .render import TEMPLATE_RE, template_context
+from .yamlio import safe_harness_path
 
 #: The JSON Schemas of the harness files (``schemas/`` at the top of the project).
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
@@ -186,8 +188,6 @@ def validate_documents(
         if name == "tool" and isinstance(doc, dict):
             issues += _parameter_issues(rel, doc)
     if backends is None:
-        from .backends import known_backends
-
         known = known_backends()
     else:
         known = set(backends)
@@ -218,8 +218,6 @@ def _with_bind_hint(issue: Issue, known: set[str]) -> Issue:
 def _skill_file_issues(docs: dict[str, Any], root: str) -> list[Issue]:
     """Every file a skill lists under ``files``/``inert_files`` must be a regular file in
     ``skills/<key>/`` — never a link, never outside the harness folder."""
-    from .yamlio import safe_harness_path
-
     issues: list[Issue] = []
     for rel, doc in docs.items():
         key = _text(doc, "key")
