@@ -3,7 +3,11 @@
 1. Eval throughput at ``-j 16`` against a local stub model with a fixed 200 ms latency per call,
    served on loopback and reached through litellm (the production path). The ideal is every
    call overlapped perfectly: ``calls * 0.2 s / 16``. Reported: the share of that ideal reached
-   (goal: at least 0.90), cases per second, and the run's own P50/P95 reply latency.
+   (goal: at least 0.90), cases per second, and the run's own P50/P95 reply latency. Two
+   baselines run in the same process, so the gap can be split: the same calls through litellm
+   alone (no runner around them), and the runner alone (the same cases with an in-process model
+   that awaits the same latency and costs no CPU: no HTTP, no litellm). The runner alone shows
+   what the runner's own scoring, records and set-up cost; litellm alone what the client does.
 2. IFEval checks per second: the checker package's strict + loose verdicts over the generated
    IFEval suite, one fixed response per prompt.
 
@@ -80,6 +84,57 @@ def bench_litellm_alone(url: str, calls: int, jobs: int, latency_s: float) -> di
     return {"calls": calls, "wall_s": round(wall, 3), "share_of_ideal": round(calls * latency_s / jobs / wall, 3)}
 
 
+class _SleepingModel:
+    """An in-process model that answers every call after ``latency_s`` without using the CPU:
+    the runner's ceiling, with no HTTP and no litellm."""
+
+    name = "sleeping-stub"
+
+    def __init__(self, latency_s: float):
+        self.latency_s = latency_s
+
+    def for_episode(self, case, harness):
+        return self
+
+    def generate(self, messages, tools, settings):
+        raise RuntimeError("the runner-alone baseline runs on the async path only")
+
+    async def agenerate(self, messages, tools, settings):
+        import asyncio
+
+        from harnessctl.models.types import ModelResponse
+
+        await asyncio.sleep(self.latency_s)
+        return ModelResponse(
+            content="Thanks for asking! Let me check that for you.",
+            tool_calls=[],
+            finish_reason="stop",
+            prompt_tokens=10,
+            completion_tokens=10,
+        )
+
+
+def bench_runner_alone(suite: str, cases: int, jobs: int, latency_s: float, tmp: str) -> dict:
+    """The second baseline: the same cases through the runner with :class:`_SleepingModel`."""
+    cfg = EvalConfig(
+        suites=[suite],
+        model="sleeping-stub",
+        jobs=jobs,
+        limit=cases,
+        cache=False,
+        evals_dir=str(REPO / "evals"),
+        runs_dir=tmp,
+        harness_path=str(REPO / "harnesses" / "livecommerce"),
+    )
+    model = _SleepingModel(latency_s)
+    run_eval(cfg, backend=model)  # warm-up
+    t0 = time.perf_counter()
+    outcome = run_eval(cfg, backend=model)
+    wall = time.perf_counter() - t0
+    calls = sum(len((r.record or {}).get("model_steps") or []) for r in outcome.store.results())
+    return {"calls": calls, "wall_s": round(wall, 3), "share_of_ideal": round(calls * latency_s / jobs / wall, 3)}
+
+
 def bench_throughput(suite: str, cases: int, jobs: int, latency_s: float) -> dict:
     url, server = start_stub_process(latency_s)
     try:
@@ -113,6 +168,7 @@ def bench_throughput(suite: str, cases: int, jobs: int, latency_s: float) -> dic
             wall = time.perf_counter() - t0
             # Every model call of every episode, as the records show them.
             calls = sum(len((r.record or {}).get("model_steps") or []) for r in outcome.store.results())
+            runner_alone = bench_runner_alone(suite, cases, jobs, latency_s, tmp)
         baseline = bench_litellm_alone(url, calls, jobs, latency_s)
     finally:
         server.terminate()
@@ -133,6 +189,7 @@ def bench_throughput(suite: str, cases: int, jobs: int, latency_s: float) -> dic
         "p95_s": round(lat["p95"], 3),
         "litellm_alone": baseline,
         "runner_vs_litellm_alone": round(baseline["wall_s"] / wall, 3),
+        "runner_alone": runner_alone,
     }
 
 
@@ -156,6 +213,17 @@ def bench_ifeval(n: int = 1000) -> dict:
     }
 
 
+def _cpu_model() -> str:
+    """The CPU this ran on (timings differ between machines)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()} x{os.cpu_count()}"
+    except OSError:
+        pass
+    return f"unknown x{os.cpu_count()}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=320)
@@ -170,11 +238,13 @@ def main() -> None:
     suite = args.suite or ("livestream" if suite_path("livestream", REPO / "evals").is_file() else "ifeval")
     result = {"throughput": bench_throughput(suite, args.cases, args.jobs, args.latency), "ifeval": bench_ifeval()}
     t, i = result["throughput"], result["ifeval"]
+    result["cpu"] = _cpu_model()
     print(json.dumps(result, indent=2))  # noqa: T201 - a benchmark script
     print(  # noqa: T201
         f"\neval throughput at -j {t['jobs']} against a {1000 * t['stub_latency_s']:.0f} ms stub ({t['suite']}, {t['cases']} cases): "
         f"{t['share_of_ideal']:.2f} of ideal (goal >= 0.90), {t['cases_per_s']} cases/s; "
-        f"the same calls through litellm alone: {t['litellm_alone']['share_of_ideal']:.2f} of ideal\n"
+        f"the same calls through litellm alone: {t['litellm_alone']['share_of_ideal']:.2f} of ideal; "
+        f"the runner alone (in-process model, no HTTP): {t['runner_alone']['share_of_ideal']:.2f} of ideal\n"
         f"IFEval: {i['instruction_checks_per_s']} instruction checks/s ({i['prompts_per_s']} prompts/s, strict + loose)"
     )
 
