@@ -19,8 +19,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models._quiet import quiet_transformers
 from harnessctl.models.base import ModelError
 from harnessctl.models.bases import BaseError, base_fingerprint, resolve_base
+from harnessctl.models.tiny import usual_permissions
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -117,8 +119,6 @@ def load_adapter_model(
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from harnessctl.models._quiet import quiet_transformers
-
     folder = Path(folder)
     base_path = resolve_adapter_base(folder, base)
     tokenizer_from = tokenizer_source(folder, base_path)
@@ -153,9 +153,6 @@ def merge_adapter(folder: str | Path, out: str | Path, *, base: str | None = Non
     PosixPath('out/sft-merged')
     """
     import torch
-
-    from harnessctl.models._quiet import quiet_transformers
-    from harnessctl.models.tiny import usual_permissions
 
     folder, out = Path(folder), Path(out)
     if not is_adapter(folder):

@@ -37,7 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models._quiet import quiet_transformers
 from harnessctl.models.base import ModelError
+from harnessctl.models.tiny import usual_permissions
+from harnessctl.models.tiny_template import CHAT_TEMPLATE
 
 #: The record written beside a converted base: where it came from and its fingerprint.
 BASE_FILE = "BASE.json"
@@ -216,9 +219,6 @@ def convert_gguf(gguf: Path, target: Path, *, source: dict[str, Any] | None = No
         import gguf as _gguf  # noqa: F401 - transformers' GGUF reader needs it
     except ImportError:
         raise BaseError("converting a GGUF base needs the gguf package; install harnessctl[train]") from None
-    from harnessctl.models._quiet import quiet_transformers
-    from harnessctl.models.tiny import usual_permissions
-    from harnessctl.models.tiny_template import CHAT_TEMPLATE
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))

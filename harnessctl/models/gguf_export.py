@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models._quiet import quiet_transformers
 from harnessctl.models.adapters import (
     ADAPTER_CONFIG,
     ADAPTER_WEIGHTS,
@@ -114,8 +115,6 @@ def load_for_export(folder: Path) -> tuple[Any, Any]:
     """``(model, tokenizer)`` in float32: an adapter merged into its base, or a whole folder."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from harnessctl.models._quiet import quiet_transformers
 
     try:
         if is_adapter(folder):

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models._quiet import quiet_transformers
 from harnessctl.models.adapters import is_adapter, resolve_adapter_base, tokenizer_source
 from harnessctl.models.base import GenerationSettings, ModelError
 from harnessctl.models.gguf_export import cached_gguf_path, export_gguf, read_gguf_meta, source_fingerprint
@@ -243,8 +244,6 @@ def _folder_tokenizer(folder: Path) -> tuple[Any, Any]:
     tokenizer uses its base's), loaded as :class:`LocalModel` loads them."""
     from transformers import AutoTokenizer, GenerationConfig
 
-    from harnessctl.models._quiet import quiet_transformers
-
     source: Path | str = folder
     config_from: Path | str = folder
     if is_adapter(folder):
@@ -269,8 +268,6 @@ def _file_tokenizer(path: Path) -> tuple[Any, Any]:
     import io
 
     from transformers import AutoTokenizer
-
-    from harnessctl.models._quiet import quiet_transformers
 
     try:
         with quiet_transformers(), contextlib.redirect_stderr(io.StringIO()):

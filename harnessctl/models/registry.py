@@ -149,6 +149,7 @@ def resolve_model(
         if api_base:
             raise ModelError(f"--api-base is for served models; {kind.label} runs in process")
         return kind.factory(spec)
+    # lazy: the litellm backend loads only for a litellm string (off the `harnessctl --help` path)
     from harnessctl.models.litellm_backend import LiteLLMModel
 
     return LiteLLMModel(
@@ -193,6 +194,7 @@ def memorised_surface(spec: str) -> dict[str, Any] | None:
 
 
 def _shipped(spec: str) -> ModelBackend:
+    # lazy: the checkpoint backends (and their torch loaders) stay off the `harnessctl --help` path
     from harnessctl.models.local import LocalModel
 
     shipped = LocalModel(expand_model_spec(spec))
@@ -203,6 +205,7 @@ def _shipped(spec: str) -> ModelBackend:
 def _local(spec: str) -> ModelBackend:
     if spec == "local:":
         raise ModelError("local: needs a path, e.g. local:.harnessctl/models/tiny")
+    # lazy: the checkpoint backends (and their torch loaders) stay off the `harnessctl --help` path
     from harnessctl.models.local import LocalModel
 
     return LocalModel(spec)
@@ -211,6 +214,7 @@ def _local(spec: str) -> ModelBackend:
 def _llamacpp(spec: str) -> ModelBackend:
     if spec == "llamacpp:":
         raise ModelError("llamacpp: needs a GGUF file or a model folder, e.g. llamacpp:out/sft")
+    # lazy: the llama.cpp backend stays off the `harnessctl --help` path
     from harnessctl.models.llamacpp import LlamaCppModel
 
     inner = spec[len("llamacpp:") :]

@@ -48,6 +48,8 @@ from typing import Any
 
 from harnessctl.errors import HarnessctlError
 from harnessctl.models.base import GenerationSettings, ModelBackend, ModelError
+from harnessctl.models.local import ContextLengthError
+from harnessctl.models.registry import resolve_model
 from harnessctl.models.toolcall_text import parse_tool_calls
 from harnessctl.models.types import ModelResponse
 
@@ -95,8 +97,6 @@ def generate_reply(
     >>> generate_reply(ScriptedModel(["hi"]), {"messages": [{"role": "user", "content": "yo"}]}, "m").content   # doctest: +SKIP
     'hi'
     """
-    from harnessctl.models.local import ContextLengthError
-
     messages, tools, settings = parse_request(body, model_name)
     positions = getattr(backend, "max_positions", 0) or 0
     if positions and settings.max_tokens >= positions:
@@ -658,7 +658,6 @@ def serve_model(
             on_exec(vllm_command(spec, host=host, port=port, served_name=served_name))
         exec_vllm(spec, host=host, port=port, served_name=served_name, api_key=api_key)
         return
-    from harnessctl.models.registry import resolve_model
 
     try:
         backend = resolve_model(spec)

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models import registry
 from harnessctl.models.base import ModelError
-from harnessctl.models.registry import SHIPPED_DATA_DIR, shipped_names
+from harnessctl.models.registry import MODEL_ENV, SHIPPED_DATA_DIR, SHIPPED_PREFIX, default_model_source, shipped_names
 
 #: The record of where a shipped model came from, written beside its weights.
 SHIPPED_FILE = "SHIPPED.json"
@@ -129,18 +130,16 @@ def model_catalog() -> ModelCatalog:
     >>> catalog.source in ("env", "trained", "shipped", "oracle"), isinstance(catalog.to_dict()["shipped"], list)
     (True, True)
     """
-    from harnessctl.models.registry import MODEL_ENV, SHIPPED_MODEL_DIR, SHIPPED_PREFIX, default_model_source
-
     models = list_shipped()
     spec, source = default_model_source()
-    default_name = SHIPPED_MODEL_DIR.name if source == "shipped" else None
+    default_name = registry.SHIPPED_MODEL_DIR.name if source == "shipped" else None  # read when called
     if spec.startswith(SHIPPED_PREFIX):  # $HARNESSCTL_MODEL may name a shipped model
         default_name = spec[len(SHIPPED_PREFIX) :]
     why = {
         "env": f"${MODEL_ENV} is set",
         "trained": "a trained default is in .harnessctl/models/default",
         "shipped": f"no ${MODEL_ENV}, no trained default: the shipped {default_name} model",
-        "oracle": f"no ${MODEL_ENV}, no trained default, no shipped {SHIPPED_MODEL_DIR.name} model: the reference policy",
+        "oracle": f"no ${MODEL_ENV}, no trained default, no shipped {registry.SHIPPED_MODEL_DIR.name} model: the reference policy",
     }[source]
     return ModelCatalog(models, spec, source, why, default_name)
 
