@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from harnessctl.errors import HarnessctlError
+from harnessctl.harness.backends import get_backend
 
 
 class ToolError(HarnessctlError):
@@ -84,7 +85,6 @@ class FunctionEnvironment:
             if fn is None:
                 raise ToolError(f"no backend named {backend!r}")
             return fn
-        from harnessctl.harness.backends import get_backend
 
         try:
             return get_backend(backend)
