@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harnessctl.sim.world import World
+
 CASE_SCHEMA_VERSION = 1
 
 
@@ -86,8 +88,6 @@ class Case:
     def environment(self) -> Any:
         """A fresh simulated world for this case, its fault plan included: the tool environment
         the runtime uses when its caller passes none (the runtime never imports the simulator)."""
-        from harnessctl.sim.world import World
-
         return World(case=self, seed=int(self.seed or 0))
 
     @classmethod

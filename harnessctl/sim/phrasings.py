@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.harness.errors import HarnessError, Issue
+from harnessctl.harness.validate import _did_you_mean, _position, schema_issues
+from harnessctl.harness.yamlio import parse_yaml
 
 from .templates import TEMPLATES, templates_for
 
@@ -203,8 +205,6 @@ def check_phrasings(
     >>> [str(i) for i in check_phrasings({"prices": ["how much?"]}, "p.yaml")]
     ["p.yaml: unknown message kind 'prices' ($.phrasings.prices) — did you mean 'price'?"]
     """
-    from harnessctl.harness.validate import _did_you_mean, _position
-
     issues = []
     doc = {"phrasings": phrasings}
     for kind, texts in phrasings.items():
@@ -237,9 +237,6 @@ def load_phrasings(path: str | Path, *, strict: bool = False) -> dict[str, list[
     >>> load_phrasings("viewer-phrasings.yaml")["price"][:1]        # doctest: +SKIP
     ['hw much is {this} rn']
     """
-    from harnessctl.harness.validate import schema_issues
-    from harnessctl.harness.yamlio import parse_yaml
-
     path = Path(path)
     rel = str(path)
     if not path.is_file():

@@ -31,7 +31,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harnessctl.models.types import ModelResponse
+from harnessctl.runtime import run_episode
 from harnessctl.sim.oracle import OracleBlindModel, OracleModel
+from harnessctl.sim.scorer import score_episode
 
 PROBES = ("oracle", "negated", "reworded", "padded", "blind_tightened")
 _MONTHS = {
@@ -125,9 +127,6 @@ def tightened(harness: Any, *, max_reply_chars: int = 60, max_emojis: int = 0) -
 
 def probe_table(cases: list[Any], harness: Any) -> dict[str, float]:
     """Pass rate (0-100) of each probe on ``cases`` under ``harness`` (the shipped one)."""
-    from harnessctl.runtime import run_episode
-    from harnessctl.sim.scorer import score_episode
-
     limit = int(harness.constraint("max_reply_chars", 120) or 120)
     models: dict[str, tuple[Any, Any]] = {
         "oracle": (OracleModel(), harness),

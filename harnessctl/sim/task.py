@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessctl.harness.model import ERROR_TRIGGERS
+from harnessctl.sim.meaning import fact_kind
 
 INTENTS = (
     "greeting",
@@ -249,8 +250,6 @@ def fact_rule(intent: str, fact: str) -> str | None:
     >>> fact_rule("flash_sale", "23 left"), fact_rule("price", "BEAUTY15"), fact_rule("greeting", "x")
     ('scarcity_true', 'check_deals', None)
     """
-    from harnessctl.sim.meaning import fact_kind
-
     return FACT_RULES.get(intent, {}).get(fact_kind(fact))
 
 
