@@ -28,6 +28,11 @@ import json
 from typing import Any
 
 from harnessctl.harness.model import Harness
+from harnessctl.harness.render import render_harness
+from harnessctl.runtime.loop import run_episode
+from harnessctl.sim.cases import INTENTS, generate_cases
+from harnessctl.sim.oracle import OracleModel
+from harnessctl.sim.scorer import score_episode
 
 #: Sample used to measure floors: cases per intent, and the share of cases with a fault plan.
 SAMPLE_PER_INTENT = 12
@@ -62,17 +67,10 @@ def feasible_floors(source: Harness, cases: list[Any] | None = None) -> dict[str
 
 def sample_cases() -> list[Any]:
     """The default measuring sample: every intent, some cases with faults."""
-    from harnessctl.sim.cases import INTENTS, generate_cases
-
     return generate_cases(SAMPLE_PER_INTENT * len(INTENTS), seed=SAMPLE_SEED, faults=SAMPLE_FAULTS)
 
 
 def _measure(source: Harness, cases: list[Any]) -> dict[str, float]:
-    from harnessctl.harness.render import render_harness
-    from harnessctl.runtime.loop import run_episode
-    from harnessctl.sim.oracle import OracleModel
-    from harnessctl.sim.scorer import score_episode
-
     oracle = OracleModel()
     rendered = render_harness(source)
     baseline = []

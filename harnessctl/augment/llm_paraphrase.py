@@ -26,6 +26,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models.base import GenerationSettings
+from harnessctl.models.litellm_backend import LiteLLMModel
+
 from .paraphrase import LexiconParaphraser, keeps_protected, protected_spans
 from .vocab import check_split, vocabulary
 
@@ -70,8 +73,6 @@ class LiteLLMParaphraser:
 
     def _client(self) -> Any:
         if self._backend is None:
-            from harnessctl.models.litellm_backend import LiteLLMModel
-
             self._backend = LiteLLMModel(self.model, api_base=self.api_base, extra=self._extra)
         return self._backend
 
@@ -95,7 +96,6 @@ class LiteLLMParaphraser:
                 return str(json.loads(path.read_text(encoding="utf-8"))["response"])
             except (OSError, ValueError, KeyError):
                 pass  # a damaged entry is asked again
-        from harnessctl.models.base import GenerationSettings
 
         settings = GenerationSettings(temperature=self.temperature, max_tokens=self.max_tokens)
         response = self._client().generate(messages, [], settings)  # raises ModelError: never cached

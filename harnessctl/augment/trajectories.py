@@ -56,6 +56,13 @@ from typing import Any
 
 from harnessctl.harness.errors import HarnessError, Issue
 from harnessctl.harness.model import Harness
+from harnessctl.harness.render import render_harness
+from harnessctl.models.registry import resolve_model
+from harnessctl.runtime.loop import run_episode
+from harnessctl.sim.cases import generate_cases
+from harnessctl.sim.oracle import OracleModel
+from harnessctl.sim.phrasings import check_phrasings
+from harnessctl.sim.scorer import HARD_FAILURES, PASS_THRESHOLD, score_episode
 
 from .feasibility import feasible_floors, harness_fingerprint
 from .manifest import source_info
@@ -63,6 +70,7 @@ from .operators import OPERATORS, OpContext, derive_seed, resolve_operators, unh
 from .paraphrase import Paraphraser
 from .paraphrasers import make_paraphraser
 from .variants import DEFAULT_STRENGTH, Variant, VariantSpec, iter_variants
+from .writer import default_jobs, ignore_interrupts
 
 DATASET_SCHEMA_VERSION = 1
 CANONICAL = "canonical"
@@ -123,8 +131,6 @@ class TrajectorySpec:
         if not self.fixed_harness and self.canonical_share < 1.0 and self.variants < 1:
             raise ValueError("variants must be >= 1 unless canonical_share is 1 or fixed_harness is set")
         if self.phrasings is not None:
-            from harnessctl.sim.phrasings import check_phrasings
-
             issues = check_phrasings(self.phrasings)
             if issues:
                 raise ValueError("; ".join(str(i) for i in issues))
@@ -232,8 +238,6 @@ def plan_pairs(spec: TrajectorySpec) -> tuple[list[Pair], list[str], list[str]]:
 
 def dataset_cases(spec: TrajectorySpec) -> list[Any]:
     """The simulator cases of a dataset (the same for the HSA and the fixed-harness builds)."""
-    from harnessctl.sim.cases import generate_cases
-
     # Training templates only: the suites' viewer messages are held out (see sim.templates).
     return generate_cases(
         spec.n,
@@ -345,10 +349,6 @@ class _Runner:
         return shallow, [s.key for s in base.skills if s.key not in kept]
 
     def run(self, pair: Pair) -> dict[str, Any]:
-        from harnessctl.harness.render import render_harness
-        from harnessctl.runtime.loop import run_episode
-        from harnessctl.sim.scorer import HARD_FAILURES, score_episode
-
         case = self.cases[pair.case_index]
         harness, hidden = self.harness_for(pair, case)
         key = (pair.variant_id, tuple(hidden))
@@ -498,7 +498,6 @@ def build_trajectories(
     usable CPUs); a teacher runs in this process, one episode at a time.
     """
     global _RUNNER
-    from .writer import default_jobs, ignore_interrupts
 
     out = Path(out)
     doc = _spec_doc(spec, source)
@@ -509,19 +508,13 @@ def build_trajectories(
         spec_path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     if model is None:
-        from harnessctl.models.registry import resolve_model
-
         if spec.quote_skills:  # oracle only: the spec refuses it with a teacher
-            from harnessctl.sim.oracle import OracleModel
-
             model = OracleModel(quote_skills=True)
         else:
             model = resolve_model(spec.teacher or "oracle", api_base=api_base)
     if spec.min_score is not None:
         min_score = spec.min_score
     elif spec.teacher:
-        from harnessctl.sim.scorer import PASS_THRESHOLD
-
         min_score = PASS_THRESHOLD
     else:
         min_score = ORACLE_MIN_SCORE

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from harnessctl.harness.model import Harness
 
+from .feasibility import feasible_floors
 from .manifest import SourceInfo, VariantManifest, source_info, surface_map
 from .operators import OpContext, apply_operators, derive_seed, resolve_operators
 from .paraphrase import Paraphraser
@@ -94,8 +95,6 @@ def make_variant(
         paraphraser if paraphraser is not None and not isinstance(paraphraser, str) else make_paraphraser(paraphraser)
     )
     if constraint_floors is None:
-        from .feasibility import feasible_floors
-
         constraint_floors = feasible_floors(source)
     ctx = OpContext(
         split=split,
@@ -138,8 +137,6 @@ def iter_variants(
     """
     para = paraphraser or make_paraphraser(spec.paraphraser)
     if constraint_floors is None:
-        from .feasibility import feasible_floors
-
         constraint_floors = feasible_floors(source)
     meta = source_meta if source_meta is not None else source_info(source)
     for i in indices:

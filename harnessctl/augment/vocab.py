@@ -27,6 +27,8 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
+from harnessctl.models.syllables import SYLLABLE_SET, SYLLABLES, name_syllables
+
 SPLITS = ("train", "heldout")
 #: Naming styles a renamed element may take. Each keeps word boundaries visible.
 NAME_STYLES = ("snake", "camel", "pascal", "kebab")
@@ -89,7 +91,6 @@ def _read_data(name: str) -> str:
 def _raw() -> dict[str, Any]:
     # The tiny model's tokenizer keeps each of these syllables as one token: names built from
     # them tokenise to stable pieces (see harnessctl.models.syllables).
-    from harnessctl.models.syllables import SYLLABLES
 
     return {
         "syllables": list(SYLLABLES),
@@ -265,8 +266,6 @@ def name_tokens(name: str) -> list[str]:
     >>> name_tokens("tavo_rinek"), name_tokens("fetchItemCard")
     (['ta', 'vo', 'ri', 'nek'], ['fetch', 'item', 'card'])
     """
-    from harnessctl.models.syllables import SYLLABLE_SET, name_syllables
-
     out: list[str] = []
     for word in split_words(name):
         pieces = name_syllables(word)

@@ -34,6 +34,7 @@ from typing import Any
 from harnessctl.harness.errors import HarnessError, Issue
 from harnessctl.harness.fileio import atomic_write
 from harnessctl.harness.model import Harness
+from harnessctl.harness.save import save_harness
 
 from .feasibility import feasible_floors, harness_fingerprint
 from .manifest import MANIFEST_FILE, SourceInfo, read_manifest, source_info, write_manifest
@@ -174,7 +175,6 @@ _JOB: _Job | None = None
 def _write_one(index: int) -> str:
     job = _JOB
     assert job is not None
-    from harnessctl.harness.save import save_harness
 
     (variant,) = iter_variants(
         job.source, job.spec, [index], paraphraser=job.paraphraser, constraint_floors=job.floors, source_meta=job.meta
