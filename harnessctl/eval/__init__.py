@@ -4,7 +4,7 @@
 ``suites``         the four suite files in ``evals/`` (load, sample, hash); ``build`` rebuilds them
 ``ifeval``         IFEval prompts and scoring with the ``if-verifiable`` checkers, offline
 ``perturb``        viewer-message perturbations of the robustness suite
-``variants``       held-out HSA variant specs, regenerated at eval time
+``variants``       held-out HSA variant specs and their frozen harnesses (``evals/variants/``)
 ``runner``         concurrent, cached, retried, timed, resumable runs (``run_eval``, ``resume_eval``)
 ``store``          the run folder: ``manifest.json``, ``records.jsonl``, ``summary.json``
 ``cache``          the model-call cache and the retrying wrapper around a backend

@@ -2,7 +2,10 @@
 
 Deterministic: every random choice comes from a seed in :data:`~harnessctl.eval.suites.SEEDS`,
 so ``harnessctl eval build-suites`` rewrites the same bytes. The builders only *describe* cases
-(and, for variants, the seed and operators that regenerate the harness); nothing is run.
+(and, for variants, the seed and operators that make the harness); no episode is run. The one
+thing built beside the cases is each held-out variant's harness, frozen as data in
+``evals/variants/<spec id>.json`` (:func:`freeze_variants`), so that eval loads it instead of
+running HSA again.
 
 >>> index = build_all("evals", harness_path="harnesses/livecommerce")   # doctest: +SKIP
 >>> index["suites"]["variant"]["n"]                                     # doctest: +SKIP
@@ -92,8 +95,8 @@ def build_variant(
     Each held-out variant also binds the reply constraints (see
     :func:`~harnessctl.eval.variants.binding_constraints`).
 
-    A variant case stores the variant's spec — seed, operators, strength, split — and is
-    regenerated from it at eval time by :func:`harnessctl.eval.variants.regenerate_variant`.
+    A variant case stores the variant's spec — seed, operators, strength, split; the harness
+    it describes is frozen beside the suite by :func:`freeze_variants`.
     """
     from harnessctl.harness.store import HarnessStore
 
@@ -138,6 +141,42 @@ def build_variant(
             )
     rng.shuffle(items)  # interleave so that --limit samples every source
     return items
+
+
+def freeze_variants(harness: Any, items: list[SuiteItem]) -> dict[str, str]:
+    """The frozen variant files of the variant suite's ``items``: file name -> text, one per
+    distinct held-out spec, each made by HSA from ``harness`` (see :mod:`harnessctl.eval.variants`).
+
+    >>> freeze_variants(None, [])
+    {}
+    """
+    from .variants import freeze_variant, frozen_path, frozen_text, variant_specs
+
+    return {
+        frozen_path(spec_id, ".").name: frozen_text(freeze_variant(harness, spec))
+        for spec_id, spec in variant_specs(items).items()
+    }
+
+
+def write_frozen_variants(files: dict[str, str], evals_dir: str | Path) -> Path:
+    """Write the frozen variant files into ``<evals_dir>/variants/`` and remove the ones no case
+    names any more; returns the folder.
+
+    >>> import tempfile
+    >>> folder = write_frozen_variants({"heldout-tools-1.json": "{}"}, tempfile.mkdtemp())
+    >>> [p.name for p in folder.iterdir()]
+    ['heldout-tools-1.json']
+    """
+    from .variants import VARIANTS_DIR
+
+    folder = Path(evals_dir) / VARIANTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        atomic_write(folder / name, text)
+    for old in folder.glob("*.json"):
+        if old.name not in files:
+            old.unlink()
+    return folder
 
 
 def build_robustness(
@@ -194,7 +233,8 @@ def build_all(
     progress: Progress | None = None,
     messages: str = "eval",
 ) -> dict[str, Any]:
-    """(Re)write the suite files and ``evals/suites.json``; returns the index. ``messages="train"``
+    """(Re)write the suite files, the variant suite's frozen variants (``evals/variants/``) and
+    ``evals/suites.json``; returns the index. ``messages="train"``
     builds the control suites (viewer messages from the training side's templates), recorded as
     such in the index so that a run on them is never compared with a run on the real suites."""
     from harnessctl.harness import load_harness
@@ -225,6 +265,7 @@ def build_all(
             built[s] = build_robustness(harness, messages=messages)
         else:
             built[s] = build_ifeval(prompts_file=ifeval_prompts)
+    frozen = freeze_variants(harness, built["variant"]) if "variant" in built else None
     for s, items in built.items():
         path = write_suite(s, items, evals_dir)
         index["suites"][s] = {
@@ -237,6 +278,8 @@ def build_all(
             # only the control says so: the real suites' index stays as it was
             **({"messages": messages} if messages != "eval" and s != "ifeval" else {}),
         }
+    if frozen is not None:
+        write_frozen_variants(frozen, evals_dir)
     index["format_version"] = SUITE_FORMAT_VERSION
     # Per suite its own; the whole set has one only when every suite was built at it.
     versions = {str(v.get("suites_version", str(v.get("version", "")).split(".")[0])) for v in index["suites"].values()}

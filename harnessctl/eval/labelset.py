@@ -232,7 +232,7 @@ def build_labelset(
     from .suites import load_suite, sample
 
     oracle = resolve_model("oracle")
-    resolver = HarnessResolver(harness_path)
+    resolver = HarnessResolver(harness_path, evals_dir)
     labels: list[Label] = []
 
     def episode(item: Any, model: Any) -> dict[str, Any]:

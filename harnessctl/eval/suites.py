@@ -2,8 +2,8 @@
 
 =============  =====================================================================================
 ``livestream``  viewer cases under the harness being evaluated
-``variant``     cases under held-out HSA variants (regenerated from the seed, operators and bound
-                constraints stored in each case) and under the shipped history's versions (v1, v2)
+``variant``     cases under held-out HSA variants (specs in the cases, harnesses frozen in
+                ``evals/variants/``) and under the shipped history's versions (v1, v2)
 ``robustness``  tool faults (error, timeout, malformed, partial, empty) and prompt perturbations
                 (typos, paraphrases, noisy chat, distracting context)
 ``ifeval``      general instruction following, scored by the IFEval checkers

@@ -172,4 +172,6 @@ def summarize(
             "hits": sum(v["cache_hits"] for v in suites.values()),
         },
         "suites": suites,
+        # how the held-out variants were obtained (frozen or regenerated), as the manifest says
+        **({"variants": manifest["variants"]} if manifest.get("variants") else {}),
     }

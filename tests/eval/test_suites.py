@@ -42,6 +42,11 @@ def test_build_suites_rewrites_the_committed_files_byte_for_byte(tmp_path):
             file_sha256(tmp_path / f"{name}.jsonl") == file_sha256(EVALS / f"{name}.jsonl") == committed[name]["sha256"]
         ), name
         assert index["suites"][name]["n"] == committed[name]["n"]
+    # ...and the variant suite's frozen variants beside them
+    frozen = sorted(p.name for p in (EVALS / "variants").glob("*.json"))
+    assert len(frozen) == 40 and sorted(p.name for p in (tmp_path / "variants").glob("*.json")) == frozen
+    for name in frozen:
+        assert file_sha256(tmp_path / "variants" / name) == file_sha256(EVALS / "variants" / name), name
 
 
 def test_variant_cases_carry_the_spec_that_regenerates_their_harness(suites):
