@@ -38,8 +38,8 @@ def main() -> int:
     from harnessctl.harness import load_harness
     from harnessctl.models.tiny import build_tiny_model
     from trainer.common import quiet
-    from trainer.config import load_config
     from trainer.distill import train_distill
+    from trainer.stage_configs import load_config
 
     quiet()
     work = Path(tempfile.mkdtemp(prefix="bench-distill-"))

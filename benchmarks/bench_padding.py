@@ -39,9 +39,9 @@ def time_steps(
 
     from harnessctl.experimental.copy_rows import copy_corpus
     from trainer.common import load_model, quiet
-    from trainer.config import load_config
     from trainer.data import read_chat_rows
     from trainer.sft import fit_rows, sft_trainer
+    from trainer.stage_configs import load_config
 
     quiet()
     cfg = load_config(

@@ -24,8 +24,8 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 def time_sft(model_dir: Path, data: Path, out: Path, precision: str, steps: int, batch: int) -> tuple[float, float]:
     """Seconds per step and tokens per second of ``steps`` SFT steps in ``precision``."""
-    from trainer.config import load_config
     from trainer.sft import train_sft
+    from trainer.stage_configs import load_config
 
     cfg = load_config(
         "sft",

@@ -52,9 +52,9 @@ def bench_sft(work: Path, model_dir: Path, data: Path, steps: int, batch: int, r
     from trl import SFTConfig, SFTTrainer
 
     from trainer.common import load_model, quiet, training_arguments
-    from trainer.config import load_config
     from trainer.data import read_chat_rows, to_dataset
     from trainer.sft import fit_rows, train_sft
+    from trainer.stage_configs import load_config
 
     quiet()
     overrides = {
@@ -122,8 +122,8 @@ def bench_sft(work: Path, model_dir: Path, data: Path, steps: int, batch: int, r
 
 
 def bench_rl(work: Path, model_dir: Path, steps: int) -> None:
-    from trainer.config import load_config
     from trainer.rl import train_rl
+    from trainer.stage_configs import load_config
 
     cfg = load_config(
         "rl",

@@ -1,6 +1,6 @@
 """Extensions the core calls without naming them: modules listed under the entry-point group
 ``harnessctl.extensions`` are imported once, the first time a registry asks, and register what
-they add with the registry they extend (a stage's config class: :func:`trainer.config.register_config`;
+they add with the registry they extend (a stage's config class: :func:`trainer.stage_configs.register_config`;
 a distillation hook: :func:`trainer.distill.register_distill_hook`; a study phase or arm fields:
 :func:`harnessctl.experiment.plan.register_phase`, :func:`harnessctl.experiment.plan.register_arm_extra`).
 

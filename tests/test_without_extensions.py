@@ -32,7 +32,8 @@ def test_without_extensions_the_presets_plan_their_core_stages_and_a_wing_plan_s
         """
 import json, sys
 from harnessctl.experiment.plan import PlanError, StudyPlan, apply_overrides, full_plan, plan_stages, quick_plan
-from trainer.config import load_config, ConfigError
+from trainer.config import ConfigError
+from trainer.stage_configs import load_config
 
 full = full_plan()
 recorded = full.to_dict()

@@ -5,14 +5,15 @@
 - :mod:`trainer.distill` — stage 2, on-policy distillation (reverse KL) to the base model;
 - :mod:`trainer.rl` — stage 3, HSA-RL: GRPO over whole simulator episodes (:mod:`trainer.episodes`,
   :mod:`trainer.rewards`);
-- :mod:`trainer.config` — one config dataclass per stage, YAML configs in ``trainer/configs/``;
+- :mod:`trainer.config` — the fields every stage shares; each stage's own beside it
+  (:mod:`trainer.sft_config`, ...), loaded by :mod:`trainer.stage_configs` (YAML configs in ``trainer/configs/``);
 - :mod:`trainer.common` — devices, checkpoints, ``--resume``, Ctrl-C, progress, ``train.json``, final eval.
 
 Each stage is a function taking its config (``train_sft(cfg)``), a module runnable with
 ``accelerate launch -m trainer.sft --config ...``, and ``harnessctl train sft``. Importing this
 package loads neither torch nor TRL; the stage functions do.
 
->>> from trainer.config import load_config
+>>> from trainer.stage_configs import load_config
 >>> load_config("rl", "tiny-cpu", {"out": "out/rl"}).num_generations
 4
 """

@@ -19,8 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer.common import TrainResult, load_model, prepare_out, run_trainer, setup, text_hash
-from trainer.config import BaseStageConfig
+from harnessctl.extensions import load_extensions
+from harnessctl.harness import load_harness
+from harnessctl.harness.errors import HarnessError
+from harnessctl.models.tiny import build_tiny_model
+from trainer.base_config import BaseStageConfig
+from trainer.cli import main
+from trainer.common import TrainError, TrainResult, finish, load_model, prepare_out, run_trainer, setup, text_hash
 from trainer.general_corpus import general_rows
 from trainer.sft import fit_rows, sft_trainer
 
@@ -54,26 +59,18 @@ def register_base_hook(hook: BaseHook) -> None:
 
 def base_hooks() -> list[BaseHook]:
     """The registered hooks, in order (loading the installed extensions first)."""
-    from harnessctl.extensions import load_extensions
-
     load_extensions()
     return list(_HOOKS)
 
 
 def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
     """Run stage 0: build the tiny model when ``cfg.model`` is empty, then train it on the corpus."""
-    from trainer.common import TrainError, finish
-
     setup(cfg)
     resume_from = prepare_out(cfg, resume)
     parent = cfg.model
     if not parent:
         parent = str(Path(cfg.out) / "init")
         if not (Path(parent) / "config.json").is_file():
-            from harnessctl.harness import load_harness
-            from harnessctl.harness.errors import HarnessError
-            from harnessctl.models.tiny import build_tiny_model
-
             try:
                 harness = load_harness(cfg.harness, validate=False)
             except (HarnessError, OSError) as e:
@@ -103,6 +100,4 @@ def train_base(cfg: BaseStageConfig, *, resume: bool = False, progress: bool = T
 
 
 if __name__ == "__main__":
-    from trainer.cli import main
-
     main("base", train_base)

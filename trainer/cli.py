@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from trainer.common import TrainError, TrainResult
-from trainer.config import ConfigError, field_help, load_config
+from trainer.config import ConfigError
+from trainer.stage_configs import field_help, load_config
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.errors import HarnessctlError
+from harnessctl.eval.runner import EvalConfig, run_eval
+from harnessctl.harness.fileio import atomic_write
 from harnessctl.models.adapters import (
     ADAPTER_WEIGHTS,
     adapter_base,
@@ -30,7 +32,8 @@ from harnessctl.models.adapters import (
     save_adapter,
 )
 from harnessctl.models.bases import KNOWN_BASES, BaseError, base_name_of, read_base_record, resolve_base
-from trainer.config import TrainConfig
+from harnessctl.progress import progress_bars
+from trainer.config import TrainConfig, parse_layers
 
 MANIFEST = "train.json"
 #: The logged metrics a learning curve keeps (training loss, held-out losses and first-call
@@ -284,8 +287,6 @@ def peft_config(cfg: TrainConfig, model: Any = None) -> Any:
         return None
     from peft import LoraConfig
 
-    from trainer.config import parse_layers
-
     targets: Any = cfg.lora_target_modules
     if targets != "all-linear":
         targets = [t.strip() for t in targets.split(",") if t.strip()]
@@ -492,8 +493,6 @@ def _callbacks(cfg: TrainConfig, manifest: dict[str, Any], progress: bool) -> li
                 return
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            from harnessctl.progress import progress_bars
 
             self.max_steps = state.max_steps
             console = Console(stderr=True)
@@ -703,8 +702,6 @@ def manifest_for(
 
 
 def write_manifest(folder: str | Path, manifest: dict[str, Any]) -> Path:
-    from harnessctl.harness.fileio import atomic_write
-
     path = Path(folder) / MANIFEST
     atomic_write(path, json.dumps(manifest, indent=2, default=str) + "\n")
     return path
@@ -789,8 +786,6 @@ def evaluate(
 ) -> dict[str, Any]:
     """Evaluates the checkpoint in ``out`` on ``suites`` (``--eval``), ``limit`` cases each, and
     returns ``{"scores": {suite: score}, "run": folder}``. Runs go under ``cfg.out/eval-runs``."""
-    from harnessctl.eval.runner import EvalConfig, run_eval
-
     names = [s.strip() for s in (suites if suites is not None else cfg.eval_suites).split(",") if s.strip()]
     if not names:
         return {}

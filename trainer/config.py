@@ -1,17 +1,17 @@
-"""One config dataclass per HAT stage, with the help text in field metadata and checks that say
-how to fix a bad value.
+"""What every stage's config shares: the fields of :class:`TrainConfig` (the help text in each
+field's metadata, checks that say how to fix a bad value), :class:`ConfigError`, and reading
+values from a YAML file or the command line. Each stage's own class lives beside its stage
+(:mod:`trainer.sft_config` beside :mod:`trainer.sft`, ...); :func:`trainer.stage_configs.load_config`
+loads one.
 
-A config comes from three layers, later ones winning: the dataclass defaults, a YAML file
-(top-level keys apply to every stage, a section named after the stage to that stage only), and
-``key=value`` overrides from the command line (:func:`load_config`).
-
->>> cfg = load_config("sft", None, {"out": "out/sft", "data": "out/datasets/x", "max_steps": "5"})
->>> cfg.max_steps, cfg.learning_rate
-(5, 0.0005)
->>> SFTStageConfig(out="o", data="d", max_truncated_share=2.0)
+>>> TrainConfig(out="out/x", max_steps=5).learning_rate
+0.0005
+>>> coerce("max_steps", "20", int), coerce("hsa", "off", bool)
+(20, False)
+>>> TrainConfig(out="o", precision="fp8")
 Traceback (most recent call last):
 ...
-trainer.config.ConfigError: max_truncated_share must be within [0, 1], got 2.0
+trainer.config.ConfigError: precision must be auto, bf16, fp16 or fp32, got 'fp8'
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import json
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Union, get_args, get_origin
 
 from harnessctl.errors import HarnessctlError
 
+#: The core's stages, in the order they train.
 STAGES = ("base", "sft", "distill", "rl")
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
@@ -126,250 +127,12 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-@dataclass
-class BaseStageConfig(TrainConfig):
-    """Stage 0: a base model from scratch on the project's general corpus (instructions, chat, tool use)."""
-
-    model: str = field(
-        default="", metadata={"help": "Empty: build the tiny model first; else continue this checkpoint."}
-    )
-    rows: int = field(default=3000, metadata={"help": "Rows of the generated general corpus."})
-    max_length: int = field(default=512, metadata={"help": "Token limit per row (longer rows are refused, not cut)."})
-    max_steps: int = field(default=300, metadata={"help": "Optimizer steps to run."})
-    learning_rate: float = field(default=3e-3, metadata={"help": "Peak learning rate (from scratch: high)."})
-    warmup_steps: int = field(default=30, metadata={"help": "Linear warm-up steps."})
-    per_device_batch_size: int = field(default=16, metadata={"help": "Rows per step."})
-    # Random batches: length-grouped ones stalled from scratch (docs/studies/full-rerun.md).
-    group_by_length: bool = field(
-        default=False,
-        metadata={"help": "Batch rows of similar length together (less padding; from scratch it trained worse)."},
-    )
-    # Off: only short rows gain from it (docs/studies/compute.md#padding-free-batches).
-    padding_free: bool = field(
-        default=False,
-        metadata={
-            "help": "Join each batch's rows into one sequence without padding, each row attending only to "
-            "itself (the same loss, less compute on short rows)."
-        },
-    )
-
-    stage = "base"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.rows < 10:
-            raise ConfigError(f"rows must be at least 10, got {self.rows}")
-        if self.max_length < 64:
-            raise ConfigError(f"max_length must be at least 64 tokens, got {self.max_length}")
-
-
-@dataclass
-class SFTStageConfig(TrainConfig):
-    """Stage 1 (HSA-SFT): supervised fine-tuning on `augment --trajectories` rows, loss on the assistant only."""
-
-    data: str = field(default="", metadata={"help": "Dataset folder from `harnessctl augment --trajectories`."})
-    split: str = field(default="train", metadata={"help": "Which file of the folder: train or validation."})
-    max_length: int = field(default=0, metadata={"help": "Token limit per row; 0 sizes it from the data."})
-    max_truncated_share: float = field(
-        default=0.02, metadata={"help": "Refuse to train when more than this share of rows would be cut."}
-    )
-    packing: bool = field(default=False, metadata={"help": "Pack rows into full sequences (slower on CPU)."})
-    group_by_length: bool = field(
-        default=True,
-        metadata={"help": "Batch rows of similar length together (less padding: trajectories vary 600-1,600 tokens)."},
-    )
-    heldout_rows: int = field(
-        default=64,
-        metadata={
-            "help": "Rows of the dataset's validation split scored every heldout_steps (0: none): training "
-            "loss falling while this one rises means the model learns the rows by heart."
-        },
-    )
-    heldout_steps: int = field(default=0, metadata={"help": "Score the held-out rows every N steps; 0: save_steps."})
-    viewers_per_row: int = field(
-        default=1,
-        metadata={
-            "help": "Join up to N rows answered under the same harness into one chat (the harness is read once "
-            "per N skill choices); held-out rows stay single."
-        },
-    )
-    decision_rows: float = field(
-        default=0.0,
-        metadata={
-            "help": "Share of rows also trained cut after their first assistant turn (the skill choice the "
-            "episode follows), so that choice weighs more in the loss; above 1, copies per row (up to 8); 0: none."
-        },
-    )
-    decision_viewers: int = field(
-        default=0,
-        metadata={
-            "help": "Join up to N of those cut rows under the same harness into one chat (N choices for one "
-            "reading of the harness); 0: viewers_per_row."
-        },
-    )
-
-    stage = "sft"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0.0 <= self.max_truncated_share <= 1.0:
-            raise ConfigError(f"max_truncated_share must be within [0, 1], got {self.max_truncated_share}")
-        if self.split not in ("train", "validation"):
-            raise ConfigError(f"split must be train or validation, got {self.split!r}")
-        if self.max_length < 0:
-            raise ConfigError(f"max_length must be 0 (sized from the data) or positive, got {self.max_length}")
-        if self.viewers_per_row < 1:
-            raise ConfigError(f"viewers_per_row must be 1 or more, got {self.viewers_per_row}")
-        if self.decision_viewers < 0:
-            raise ConfigError(f"decision_viewers must be 0 (viewers_per_row) or more, got {self.decision_viewers}")
-        if not 0.0 <= self.decision_rows <= 8.0:
-            raise ConfigError(f"decision_rows must be within [0, 8], got {self.decision_rows}")
-        if self.heldout_rows < 0 or self.heldout_steps < 0:
-            raise ConfigError(
-                f"heldout_rows and heldout_steps must be 0 or positive, got {self.heldout_rows} and {self.heldout_steps}"
-            )
-
-
-@dataclass
-class DistillStageConfig(TrainConfig):
-    """Stage 2: general on-policy distillation, reverse KL (beta=1) to the base model as teacher."""
-
-    teacher: str = field(default="", metadata={"help": "Teacher checkpoint: the base model before domain training."})
-    prompts: str = field(default="", metadata={"help": "JSONL of general prompts; empty: the project's own."})
-    n_prompts: int = field(default=500, metadata={"help": "Prompts drawn from the set."})
-    prompt_turn: str = field(
-        default="first",
-        metadata={
-            "help": "Where a --prompts row's messages are cut: first (before the first answer) or any (before "
-            "an answer drawn per row: every step of an agent trajectory)."
-        },
-    )
-    beta: float = field(default=1.0, metadata={"help": "0 forward KL, 0.5 JSD, 1 reverse KL (on-policy default)."})
-    max_completion_length: int = field(default=96, metadata={"help": "Tokens the student samples per prompt."})
-    temperature: float = field(default=1.0, metadata={"help": "Student sampling temperature."})
-    learning_rate: float = field(default=1e-4, metadata={"help": "Peak learning rate."})
-    eval_suites: str = field(
-        default="ifeval,livestream", metadata={"help": "General and domain suites scored before and after."}
-    )
-    stage = "distill"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0.0 <= self.beta <= 1.0:
-            raise ConfigError(f"beta must be within [0, 1] (1 = reverse KL), got {self.beta}")
-        if self.max_completion_length < 1 or self.n_prompts < 1:
-            raise ConfigError("max_completion_length and n_prompts must be at least 1")
-        if self.temperature <= 0:
-            raise ConfigError(f"temperature must be positive for on-policy sampling, got {self.temperature}")
-        if self.prompt_turn not in ("first", "any"):
-            raise ConfigError(f"prompt_turn must be first or any, got {self.prompt_turn!r}")
-
-
-#: Reward weights per scorer component (one TRL reward function each), before the think penalty.
-DEFAULT_REWARD_WEIGHTS = {
-    "correctness": 0.4,
-    "efficiency": 0.1,
-    "tool_rationality": 0.3,
-    "skill_selection": 0.2,
-}
-
-
-@dataclass
-class RLStageConfig(TrainConfig):
-    """Stage 3 (HSA-RL): GRPO over whole episodes in the simulator, a fresh harness variant per prompt group."""
-
-    cases: int = field(default=200, metadata={"help": "Training cases generated for the rollouts."})
-    case_seed: int = field(default=7, metadata={"help": "Seed of the training cases (disjoint from eval suites)."})
-    num_generations: int = field(default=4, metadata={"help": "Episodes per prompt group (GRPO's group size)."})
-    hsa: bool = field(default=True, metadata={"help": "A fresh HSA variant per prompt group; False: the harness."})
-    hsa_ops: str = field(default="", metadata={"help": "Operator families for the variants (empty: all)."})
-    hsa_strength: float = field(default=0.5, metadata={"help": "How much each operator changes, 0..1."})
-    fault_rate: float = field(default=0.1, metadata={"help": "Share of tool calls the simulator fails."})
-    max_completion_length: int = field(
-        default=1024, metadata={"help": "Tokens of a whole episode after its first prompt (model + environment)."}
-    )
-    max_turn_tokens: int = field(default=96, metadata={"help": "Tokens the policy samples per turn."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the rollouts."})
-    reward_weights: dict[str, float] = field(
-        default_factory=lambda: dict(DEFAULT_REWARD_WEIGHTS), metadata={"help": "Weight per scorer component."}
-    )
-    think_penalty: float = field(
-        default=0.002, metadata={"help": "Reward lost per <think> token beyond the harness's max_think_tokens."}
-    )
-    beta: float = field(default=0.0, metadata={"help": "KL penalty to the reference model (0: none, no copy kept)."})
-    learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate."})
-    use_vllm: bool = field(
-        default=False, metadata={"help": "Reserved: TRL's vLLM generation is not wired to whole-episode rollouts yet."}
-    )
-    vllm_mode: str = field(default="colocate", metadata={"help": "colocate | server (TRL's vLLM modes)."})
-
-    stage = "rl"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.num_generations < 2:
-            raise ConfigError(
-                f"num_generations must be at least 2 (GRPO compares episodes in a group), got {self.num_generations}"
-            )
-        if self.per_device_batch_size % self.num_generations:
-            raise ConfigError(
-                f"per_device_batch_size {self.per_device_batch_size} must be a multiple of num_generations "
-                f"{self.num_generations}: set per_device_batch_size={self.num_generations * 2}"
-            )
-        if not 0.0 <= self.fault_rate <= 1.0 or not 0.0 <= self.hsa_strength <= 1.0:
-            raise ConfigError("fault_rate and hsa_strength must be within [0, 1]")
-        unknown = sorted(set(self.reward_weights) - set(DEFAULT_REWARD_WEIGHTS))
-        if unknown:
-            raise ConfigError(
-                f"reward_weights: unknown component {unknown[0]!r}; use {', '.join(DEFAULT_REWARD_WEIGHTS)}"
-            )
-        if self.think_penalty < 0:
-            raise ConfigError(f"think_penalty must be >= 0, got {self.think_penalty}")
-        if self.cases < 1 or self.max_turn_tokens < 1 or self.max_completion_length < self.max_turn_tokens:
-            raise ConfigError("cases and max_turn_tokens must be >= 1, and max_completion_length >= max_turn_tokens")
-        if self.use_vllm:
-            raise ConfigError(
-                "use_vllm: whole-episode rollouts sample turn by turn in process; TRL's vLLM path is not wired to "
-                "them yet (see docs/train.md). Set use_vllm=false"
-            )
-        if self.vllm_mode not in ("colocate", "server"):
-            raise ConfigError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
-
-
-#: The core's config class of each stage (:func:`config_class` gives the one in use).
-CONFIG_CLASSES: dict[str, type[TrainConfig]] = {
-    "base": BaseStageConfig,
-    "sft": SFTStageConfig,
-    "distill": DistillStageConfig,
-    "rl": RLStageConfig,
-}
-_EXTENDED: dict[str, type[TrainConfig]] = {}
-
-
-def register_config(stage: str, cls: type[TrainConfig]) -> None:
-    """Make ``cls`` the config of ``stage``: an extension's subclass of the class in use, adding
-    fields (with their checks in its ``__post_init__``) that the stage's hooks read. A subclass of
-    a subclass composes; any other class is refused, so that no registered field is lost."""
-    current = config_class(stage)
-    if not issubclass(cls, current):
-        raise TypeError(f"{cls.__name__} must subclass {current.__name__}, the {stage} config in use")
-    _EXTENDED[stage] = cls
-
-
-def config_class(stage: str) -> type[TrainConfig]:
-    """The config class of ``stage``: the core's, or the subclass an extension registered.
-
-    >>> issubclass(config_class("distill"), DistillStageConfig)
-    True
-    """
-    from harnessctl.extensions import load_extensions
-
-    load_extensions()
-    return _EXTENDED.get(stage) or CONFIG_CLASSES[stage]
-
-
 def config_path(name: str | Path) -> Path:
-    """A config file by path, or by name among the shipped ones (``tiny-cpu`` -> trainer/configs/tiny-cpu.yaml)."""
+    """A config file by path, or by name among the shipped ones (``tiny-cpu`` -> trainer/configs/tiny-cpu.yaml).
+
+    >>> config_path("tiny-cpu").name
+    'tiny-cpu.yaml'
+    """
     p = Path(name)
     if p.is_file():
         return p
@@ -403,7 +166,11 @@ def parse_layers(text: str) -> list[int]:
 
 
 def read_config_file(stage: str, path: str | Path) -> dict[str, Any]:
-    """The values a YAML config file sets for ``stage`` (top level, then the stage's own section)."""
+    """The values a YAML config file sets for ``stage`` (top level, then the stage's own section).
+
+    >>> read_config_file("rl", "tiny-cpu")["num_generations"]
+    4
+    """
     from ruamel.yaml import YAML, YAMLError
 
     p = config_path(path)
@@ -428,27 +195,6 @@ def read_config_file(stage: str, path: str | Path) -> dict[str, Any]:
     return values
 
 
-def load_config(stage: str, path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """The stage's config: defaults < YAML file < overrides (strings are converted to the field's type)."""
-    if stage not in CONFIG_CLASSES:
-        raise ConfigError(f"unknown stage {stage!r}: choose {', '.join(STAGES)}")
-    cls = config_class(stage)
-    values = read_config_file(stage, path) if path else {}
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    hints = get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    from_cli = set(overrides or {})
-    for key in list(values):
-        if key not in known:
-            where = f"--set {key}" if key in from_cli else f"{config_path(path)}: {key}" if path else key
-            raise ConfigError(f"{where}: unknown {stage} field (fields: {', '.join(sorted(known))})")
-        values[key] = coerce(key, values[key], hints[key])
-    try:
-        return cls(**values)
-    except TypeError as e:  # a value of the wrong shape for its field
-        raise ConfigError(f"{stage} config: {e}") from None
-
-
 def parse_set(item: str, *, form: str = "FIELD=VALUE", example: str = "learning_rate=1e-4") -> tuple[str, str]:
     """One ``--set`` item as ``(field, value)``: the field stripped, the value as written (converted
     to the field's type later, by :func:`coerce`). A :class:`ConfigError` says how to write one
@@ -468,7 +214,11 @@ def parse_set(item: str, *, form: str = "FIELD=VALUE", example: str = "learning_
 
 
 def coerce(name: str, value: Any, hint: Any) -> Any:
-    """``value`` as the field's type; command-line strings become ints, floats, bools or JSON."""
+    """``value`` as the field's type; command-line strings become ints, floats, bools or JSON.
+
+    >>> coerce("reward_weights", '{"correctness": 1}', dict[str, float])
+    {'correctness': 1.0}
+    """
     base = _plain_type(hint)
     if base is dict:
         if isinstance(value, str):
@@ -509,13 +259,3 @@ def _plain_type(hint: Any) -> Any:
         args = [a for a in get_args(hint) if a is not type(None)]
         return _plain_type(args[0]) if args else str
     return origin or hint
-
-
-def field_help(stage: str) -> list[tuple[str, str, Any]]:
-    """``(name, help, default)`` of every field of the stage's config (for --help and docs)."""
-    cls = config_class(stage)
-    out = []
-    for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        out.append((f.name, f.metadata.get("help", ""), default))
-    return out

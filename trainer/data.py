@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessctl.augment.trajectories import _plain_messages, chat_template_inputs
 from harnessctl.sim.jsonl import read_jsonl
 from trainer.common import TrainError
 
@@ -176,8 +177,6 @@ def training_chats(
 
 def token_lengths(rows: list[dict[str, Any]], tokenizer: Any) -> list[int]:
     """Each row's length in tokens, rendered with the tokenizer's chat template and its tools."""
-    from harnessctl.augment.trajectories import chat_template_inputs
-
     lengths = []
     for row in rows:
         messages, tools = chat_template_inputs({"messages": row["messages"], "tools": row["tools"]})
@@ -233,8 +232,6 @@ def to_dataset(rows: list[dict[str, Any]]) -> Any:
     """A ``datasets.Dataset`` TRL can read: ``messages`` with tool-call arguments as JSON text and
     ``tools`` as a JSON string column (``datasets`` would merge differing argument dicts)."""
     from datasets import Dataset
-
-    from harnessctl.augment.trajectories import _plain_messages
 
     plain = [
         {"messages": _plain_messages(r["messages"]), "tools": json.dumps(r["tools"], ensure_ascii=False)} for r in rows

@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessctl.extensions import load_extensions
+from trainer.cli import main
 from trainer.common import (
     TrainError,
     TrainResult,
     check_checkpoint,
     evaluate,
     file_hash,
+    finish,
     load_model,
     peft_config,
     prepare_out,
@@ -35,8 +38,9 @@ from trainer.common import (
     text_hash,
     training_arguments,
 )
-from trainer.config import DistillStageConfig
 from trainer.data import check_row
+from trainer.distill_config import DistillStageConfig
+from trainer.general_corpus import general_prompts
 
 
 @dataclass
@@ -199,8 +203,6 @@ def register_distill_hook(hook: DistillHook) -> None:
 
 def distill_hooks() -> list[DistillHook]:
     """The registered hooks, in order (loading the installed extensions first)."""
-    from harnessctl.extensions import load_extensions
-
     load_extensions()
     return list(_HOOKS)
 
@@ -209,9 +211,6 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
     """Run stage 2 as ``cfg`` says; ``extra`` holds the eval scores before training."""
     from datasets import Dataset
     from trl import DistillationConfig, DistillationTrainer
-
-    from trainer.common import finish
-    from trainer.general_corpus import general_prompts
 
     check_checkpoint(cfg.model, base=cfg.base)
     if not cfg.teacher:
@@ -288,6 +287,4 @@ def train_distill(cfg: DistillStageConfig, *, resume: bool = False, progress: bo
 
 
 if __name__ == "__main__":
-    from trainer.cli import main
-
     main("distill", train_distill)

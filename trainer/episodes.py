@@ -28,10 +28,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessctl.augment.feasibility import feasible_floors
+from harnessctl.augment.operators import derive_seed
+from harnessctl.augment.variants import make_variant
 from harnessctl.models.base import GenerationSettings, ModelError
-from harnessctl.models.local import stop_token_ids
+from harnessctl.models.local import _template_messages, stop_token_ids
 from harnessctl.models.toolcall_text import parse_tool_calls, split_think
 from harnessctl.models.types import ModelResponse
+from harnessctl.runtime import Episode, EpisodeRecord
+from harnessctl.sim.scorer import score_episode
+from harnessctl.sim.world import World
+from trainer.rewards import task_share, think_overrun
 
 CASE_PREFIX = "case:"
 
@@ -68,8 +75,6 @@ class TokenPolicy:
 
     # The sequence --------------------------------------------------------------------------
     def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], prompt: bool) -> str:
-        from harnessctl.models.local import _template_messages
-
         return self.tokenizer.apply_chat_template(
             _template_messages(messages), tools=tools or None, add_generation_prompt=prompt, tokenize=False
         )
@@ -175,8 +180,6 @@ class EpisodeSample:
 
 def run_rollout_episode(policy: TokenPolicy, harness: Any, case: Any, env: Any) -> tuple[Any, TokenPolicy]:
     """Runs one episode with ``policy`` (the runtime's loop, stepped here); returns the record."""
-    from harnessctl.runtime import Episode, EpisodeRecord
-
     episode = Episode(harness, case, env=env, model_name="policy")
     out = episode.reset()
     while not isinstance(out, EpisodeRecord):
@@ -221,9 +224,6 @@ class EpisodeRollout:
         """A fresh HSA variant (or the harness itself when ``hsa`` is off)."""
         if not self.cfg.hsa:
             return self.source
-        from harnessctl.augment.feasibility import feasible_floors
-        from harnessctl.augment.variants import make_variant
-
         if self._floors is None:
             self._floors = feasible_floors(self.source)
         ops = [o.strip() for o in self.cfg.hsa_ops.split(",") if o.strip()] or None
@@ -250,10 +250,6 @@ class EpisodeRollout:
 
     def rollout(self, prompts: list[Any], model: Any, *, step: int = 0) -> dict[str, list[Any]]:
         """Episodes for ``prompts`` (repeats of one prompt in a row form a group)."""
-        from harnessctl.sim.scorer import score_episode
-        from harnessctl.sim.world import World
-        from trainer.rewards import task_share, think_overrun
-
         started = time.perf_counter()
         was_training = model.training
         model.eval()
@@ -312,6 +308,4 @@ class EpisodeRollout:
 
 
 def _seed(*parts: int) -> int:
-    from harnessctl.augment.operators import derive_seed
-
     return derive_seed("rl", *parts) % (2**31)

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.harness.loader import load_harness
-from harnessctl.models.base import ModelError, reads_answer_key
+from harnessctl.models._quiet import quiet_transformers
+from harnessctl.models.adapters import is_adapter, load_adapter_model
+from harnessctl.models.base import GenerationSettings, ModelError, agenerate, reads_answer_key
 from harnessctl.models.registry import expand_model_spec, resolve_model
 from trainer.common import TrainError
 from trainer.data import read_chat_rows
@@ -188,9 +190,6 @@ def load_probe_model(folder: str) -> tuple[Any, Any]:
     """``(model, tokenizer)`` of a checkpoint folder, or of a LoRA adapter merged onto its base."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from harnessctl.models._quiet import quiet_transformers
-    from harnessctl.models.adapters import is_adapter, load_adapter_model
-
     if is_adapter(folder):
         return load_adapter_model(folder, dtype="float32", merge=True)
     with quiet_transformers():
@@ -348,8 +347,6 @@ def greedy_choice_probe(
     {'rows': 100, 'correct': 21, 'share': 0.21, 'chance': 0.1, 'outcomes': {'right': 21, 'other_option': 70, ...}, ...}
     """
     import asyncio
-
-    from harnessctl.models.base import GenerationSettings, agenerate
 
     items, skipped, dataset_rows = probe_items(rows, n=n, seed=seed)
     settings = GenerationSettings(temperature=0.0, max_tokens=max_tokens)

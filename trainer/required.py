@@ -4,7 +4,7 @@ A stage's own checks (:func:`trainer.common.check_checkpoint`, ``prepare_out``) 
 input at a time, after the heavy imports; the command line asks this module first so that a
 person sees every missing option in one message, in a fraction of a second.
 
->>> from trainer.config import load_config
+>>> from trainer.stage_configs import load_config
 >>> missing_inputs("rl", load_config("rl", None, {}))
 ['--out DIR', '--model CHECKPOINT']
 """
@@ -35,7 +35,7 @@ def missing_inputs(stage: str, cfg: Any) -> list[str]:
 def check_inputs(stage: str, cfg: Any) -> None:
     """Raise one :class:`ConfigError` naming every missing option and what each accepts.
 
-    >>> from trainer.config import load_config
+    >>> from trainer.stage_configs import load_config
     >>> check_inputs("sft", load_config("sft", None, {"model": "m"}))
     Traceback (most recent call last):
     ...

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harnessctl.sim.scorer import TASK_COMPONENTS, WEIGHTS
+
 RewardFn = Callable[..., list[float]]
 #: Components that say how well the task was conducted: rewarded in proportion to the task done.
 CONDUCT = ("efficiency",)
@@ -33,8 +35,6 @@ def task_share(components: dict[str, float]) -> float:
     >>> task_share({"correctness": 1.0, "tool_rationality": 1.0, "skill_selection": 0.0})
     0.8333
     """
-    from harnessctl.sim.scorer import TASK_COMPONENTS, WEIGHTS
-
     total = sum(WEIGHTS[k] for k in TASK_COMPONENTS)
     return round(sum(WEIGHTS[k] * float(components.get(k, 0.0)) for k in TASK_COMPONENTS) / total, 4)
 

@@ -5,7 +5,7 @@ assistant's tokens only (the chat template's generation markers).
 ``max_length`` is sized from the data; rows that it would cut are counted before training and the
 run refuses above ``max_truncated_share`` (assistant-only loss would drop them silently).
 
->>> from trainer.config import load_config
+>>> from trainer.stage_configs import load_config
 >>> cfg = load_config("sft", "tiny-cpu", {"model": "m", "data": "out/datasets/x", "out": "out/sft"})  # doctest: +SKIP
 >>> train_sft(cfg).tokens_per_s                                                                        # doctest: +SKIP
 
@@ -18,10 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trainer.cli import main
 from trainer.common import (
+    TrainError,
     TrainResult,
     check_checkpoint,
     file_hash,
+    finish,
     load_model,
     peft_config,
     prepare_out,
@@ -29,8 +32,9 @@ from trainer.common import (
     setup,
     training_arguments,
 )
-from trainer.config import SFTStageConfig, TrainConfig
+from trainer.config import TrainConfig
 from trainer.data import plan_lengths, read_chat_rows, to_dataset, token_lengths, training_chats
+from trainer.sft_config import SFTStageConfig
 
 
 def sft_trainer(
@@ -98,8 +102,6 @@ def fit_rows(
 
 def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = True) -> TrainResult:
     """Run stage 1 as ``cfg`` says; returns what it did (the model is saved in ``cfg.out``)."""
-    from trainer.common import TrainError, finish
-
     if not cfg.data:
         raise TrainError(
             "--data: no dataset folder given; build one with `harnessctl augment --trajectories N --out DIR`"
@@ -150,6 +152,4 @@ def heldout_rows(cfg: SFTStageConfig, tokenizer: Any, max_length: int) -> list[d
 
 
 if __name__ == "__main__":
-    from trainer.cli import main
-
     main("sft", train_sft)

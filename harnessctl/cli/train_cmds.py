@@ -27,7 +27,7 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         "-c",
-        help="Config file, or a shipped one: smollm2-cpu (LoRA on the pretrained base), tiny-cpu, lora-8b-1gpu, multi-gpu. Without it, the built-in defaults (trainer/config.py), which are not tiny-cpu's.",
+        help="Config file, or a shipped one: smollm2-cpu (LoRA on the pretrained base), tiny-cpu, lora-8b-1gpu, multi-gpu. Without it, the built-in defaults (trainer/config.py and the stage's trainer/STAGE_config.py), which are not tiny-cpu's.",
     ),
 ]
 OutOpt = Annotated[
@@ -191,8 +191,9 @@ def rl(
 def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
     with cli_errors():
         try:
-            from trainer.config import config_class, load_config, parse_set
+            from trainer.config import parse_set
             from trainer.required import check_inputs
+            from trainer.stage_configs import config_class, load_config
             from trainer.stages import run_stage
         except ImportError as e:
             raise CLIError(

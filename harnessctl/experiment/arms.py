@@ -54,7 +54,8 @@ def _write_json(path: Path, obj: Any) -> None:
 def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     """The trainer config of ``arm``'s stage: the plan's trainer config, its per-stage overrides,
     then the arm's own wiring (output, parent model, data, teacher, HSA), which always wins."""
-    from trainer.config import ConfigError, load_config
+    from trainer.config import ConfigError
+    from trainer.stage_configs import load_config
 
     wiring = _wiring(plan, root / "arms" / arm.name / "model")
     if arm.parent:
@@ -102,7 +103,8 @@ def phase_config(plan: StudyPlan, arm: Arm, root: Path, phase: StudyPhase) -> An
     but those ``phase.resets`` (its size), then ``phase.defaults``, then the plan's fields of the
     phase, then the wiring (from the first phase's model into the arm's ``model`` folder, and
     ``phase.wiring``'s fields); ``phase.finish`` settles it."""
-    from trainer.config import ConfigError, load_config
+    from trainer.config import ConfigError
+    from trainer.stage_configs import load_config
 
     arm_dir = root / "arms" / arm.name
     fields = plan.stage_overrides.get(phase.name, {})

@@ -420,7 +420,8 @@ def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
     the study folder (and its ``plan.json``) exists."""
     from typing import get_type_hints
 
-    from trainer.config import ConfigError, coerce, config_class
+    from trainer.config import ConfigError, coerce
+    from trainer.stage_configs import config_class
 
     cls = config_class(config_stage(stage))
     hints = get_type_hints(cls)

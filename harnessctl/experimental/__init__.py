@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from harnessctl.experiment.plan import register_arm_extra, register_phase
 from trainer.base import register_base_hook
-from trainer.config import register_config
 from trainer.distill import register_distill_hook
+from trainer.stage_configs import register_config
 
 from .config import BaseStudyConfig, DistillStudyConfig
 from .copy_rows import CopyRows

@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from trainer.config import BaseStageConfig, ConfigError, DistillStageConfig
+from trainer.base_config import BaseStageConfig
+from trainer.config import ConfigError
+from trainer.distill_config import DistillStageConfig
 
 from .copy_rows import parse_copy_mix
 

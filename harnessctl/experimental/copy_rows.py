@@ -28,8 +28,8 @@ from typing import Any
 
 from harnessctl.models.syllables import pronounceable_name
 from trainer.base import BaseHook, ExtraRows
+from trainer.base_config import BaseStageConfig
 from trainer.common import TrainResult, read_manifest, write_manifest
-from trainer.config import BaseStageConfig
 from trainer.general_corpus import general_rows, tool_spec
 
 _LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"

@@ -15,8 +15,8 @@ from tests.trainer.test_stages import loads_and_answers
 def test_distill_scores_held_out_agent_rows_and_stops_once_back_near_its_teacher(
     sft_run, tiny_model_path, trajectories_dir, tmp_path
 ):
-    from trainer.config import load_config
     from trainer.distill import train_distill
+    from trainer.stage_configs import load_config
 
     _, sft = sft_run
     common = {
@@ -74,9 +74,9 @@ def test_two_teacher_distillation_sends_each_prompt_to_its_own_teacher(
 
     from harnessctl.experimental.two_teachers import make_two_teacher_trainer
     from trainer.common import load_model, training_arguments
-    from trainer.config import load_config
     from trainer.distill import DistillPrompt, prompt_rows, read_prompts, train_distill
     from trainer.general_corpus import general_prompts
+    from trainer.stage_configs import load_config
 
     cfg, sft = sft_run
     dcfg = load_config(

@@ -26,8 +26,8 @@ def trajectories_dir(tmp_path_factory, livecommerce_path) -> Path:
 @pytest.fixture(scope="session")
 def sft_run(tmp_path_factory, tiny_model_path, trajectories_dir):
     """One short SFT run on the tiny model: ``(config, result)``."""
-    from trainer.config import load_config
     from trainer.sft import train_sft
+    from trainer.stage_configs import load_config
 
     out = tmp_path_factory.mktemp("sft") / "model"
     cfg = load_config(

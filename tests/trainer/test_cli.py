@@ -204,7 +204,7 @@ def test_an_interrupted_run_exits_130_and_says_how_to_resume(monkeypatch, tmp_pa
 
 def test_the_command_line_loads_no_training_library_until_a_stage_runs():
     code = (
-        "import sys, json, harnessctl.cli.main, trainer.config, trainer.cli;"
+        "import sys, json, harnessctl.cli.main, trainer.stage_configs, trainer.cli, trainer.stages;"
         "print(json.dumps(sorted(m for m in ('torch', 'trl', 'transformers', 'datasets') if m in sys.modules)))"
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env(), capture_output=True, text=True, check=True)

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import CONFIG_DIR, STAGES, ConfigError, RLStageConfig, SFTStageConfig, field_help, load_config
+from trainer.config import CONFIG_DIR, STAGES, ConfigError
 from trainer.data import decision_cuts, join_viewer_rows, plan_lengths, read_chat_rows, token_lengths, training_chats
 from trainer.general_corpus import TOPICS, general_prompts, general_rows
+from trainer.rl_config import RLStageConfig
+from trainer.sft_config import SFTStageConfig
+from trainer.stage_configs import field_help, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -224,8 +227,8 @@ def test_stage_0_draws_random_batches_and_sft_batches_by_length(tiny_model_path,
     from torch.utils.data import RandomSampler
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
+    from trainer.base_config import BaseStageConfig
     from trainer.common import load_model
-    from trainer.config import BaseStageConfig
     from trainer.sft import fit_rows, sft_trainer
 
     base_cfg = BaseStageConfig(out=str(tmp_path / "base"), model=str(tiny_model_path), per_device_batch_size=2)

@@ -88,7 +88,7 @@ def test_generation_keeps_its_mask_and_its_output(models_and_backbone_masks):
 
 def test_stage_0_trains_padding_free_when_asked_with_the_losses_of_padded_batches(tiny_model_path, tmp_path):
     from trainer.base import train_base
-    from trainer.config import load_config
+    from trainer.stage_configs import load_config
 
     def losses(padding_free: bool) -> list[float]:
         cfg = load_config(

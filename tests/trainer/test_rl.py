@@ -15,8 +15,8 @@ from tests.trainer.conftest import oracle_sampler, weights_differ
 @pytest.fixture(scope="module")
 def rl_parts(tiny_model_path, tmp_path_factory):
     from trainer.common import load_model
-    from trainer.config import load_config
     from trainer.rl import build_rl_trainer
+    from trainer.stage_configs import load_config
 
     cfg = load_config(
         "rl",

@@ -89,8 +89,8 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(
     from transformers import TrainerCallback
 
     import trainer.common as common
-    from trainer.config import load_config
     from trainer.sft import train_sft
+    from trainer.stage_configs import load_config
 
     class PressCtrlC(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -129,7 +129,7 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_finishes_the_run(
 
 def test_base_builds_the_tiny_model_and_trains_it_on_the_general_corpus(tmp_path, capsys):
     from trainer.base import train_base
-    from trainer.config import load_config
+    from trainer.stage_configs import load_config
 
     cfg = load_config(
         "base",
@@ -165,8 +165,8 @@ def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_anot
     import shutil
 
     from trainer.common import TrainError
-    from trainer.config import load_config
     from trainer.distill import train_distill
+    from trainer.stage_configs import load_config
 
     _, sft = sft_run
     base = {
@@ -197,8 +197,8 @@ def test_distill_learns_from_a_teacher_with_the_same_vocabulary_and_refuses_anot
 def test_distill_on_agent_trajectories_prompts_every_step_with_its_own_tools(sft_run, trajectories_dir, tmp_path):
     from transformers import AutoTokenizer
 
-    from trainer.config import load_config
     from trainer.distill import prompt_rows, read_prompts, train_distill
+    from trainer.stage_configs import load_config
 
     cfg, sft = sft_run
     rows = trajectories_dir / "train.jsonl"
@@ -242,8 +242,8 @@ def test_distill_on_agent_trajectories_prompts_every_step_with_its_own_tools(sft
 def test_lora_trains_adapters_and_saves_them_merged_into_a_plain_checkpoint(
     tiny_model_path, trajectories_dir, tmp_path
 ):
-    from trainer.config import load_config
     from trainer.sft import train_sft
+    from trainer.stage_configs import load_config
 
     cfg = load_config(
         "sft",
