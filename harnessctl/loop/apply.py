@@ -21,6 +21,8 @@ from harnessctl.harness.errors import Issue
 from harnessctl.harness.model import Harness
 from harnessctl.harness.store import HarnessStore, StoreError
 
+from .edits import apply_edit, write_candidate
+
 
 @dataclass
 class AppliedEdit:
@@ -53,8 +55,6 @@ def commit_edit(harness_dir: str | Path, candidate: Harness, *, branch: str, mes
     >>> commit_edit("harnesses/livecommerce", edited, branch="edit/p1", message="x").branch   # doctest: +SKIP
     """
     import git
-
-    from .edits import write_candidate
 
     store = HarnessStore(harness_dir)
     repo = store.repo
@@ -104,8 +104,6 @@ def commit_proposal(
     >>> commit_proposal("harnesses/livecommerce", harness, proposal).branch   # doctest: +SKIP
     'harness-edit/raise-max_tool_calls-from-1-to-4'
     """
-    from .edits import apply_edit
-
     return commit_edit(
         harness_dir,
         apply_edit(current, proposal.ops),

@@ -31,6 +31,11 @@ from typing import Any
 from harnessctl.eval.charts import bar_chart
 from harnessctl.eval.report import REPORT_CSS
 from harnessctl.eval.stats import percentile
+from harnessctl.eval.suites import load_suite, sample
+from harnessctl.harness import load_harness, render_harness
+from harnessctl.models.litellm_backend import DUMMY_API_KEY, check_reachable, import_litellm, request_timeout
+from harnessctl.models.server import vllm_command
+from harnessctl.runtime.messages import history_messages, viewer_message
 
 SPECULATIVE_METHODS = ("mtp", "ngram")
 
@@ -105,10 +110,6 @@ def bench_requests(
 
     >>> len(bench_requests("harnesses/livecommerce", n=8))   # doctest: +SKIP
     """
-    from harnessctl.eval.suites import load_suite, sample
-    from harnessctl.harness import load_harness, render_harness
-    from harnessctl.runtime.messages import history_messages, viewer_message
-
     h = load_harness(harness_dir)
     rendered = render_harness(h)
     items = [i for i in load_suite("livestream", evals_dir) if i.harness is None]
@@ -170,8 +171,6 @@ async def abench_latency(
 
     >>> await abench_latency("openai/tiny", api_base=url, requests=reqs, concurrency=[1, 4])   # doctest: +SKIP
     """
-    from harnessctl.models.litellm_backend import DUMMY_API_KEY, check_reachable, import_litellm, request_timeout
-
     if not requests:
         raise ValueError("no requests to send")
     if any(c < 1 for c in concurrency):
@@ -330,8 +329,6 @@ def vllm_serve_command(
     >>> cmd[:3], cmd[cmd.index("--speculative-config") + 1]
     (['vllm', 'serve', 'ckpt'], '{"method": "mtp", "num_speculative_tokens": 1}')
     """
-    from harnessctl.models.server import vllm_command
-
     cmd = vllm_command(checkpoint, host=host, port=port, served_name=served_name)
     if speculative is not None:
         if speculative not in SPECULATIVE_METHODS:

@@ -21,6 +21,8 @@ from typing import Any
 
 from harnessctl.eval.results import CaseResult
 from harnessctl.eval.store import RunStore
+from harnessctl.eval.suites import AGENT_SUITES, SuiteError, load_suite
+from harnessctl.harness import HarnessError, load_harness
 
 from .evaluate import RUN_CASES_DIR, read_items
 from .failures import (
@@ -292,7 +294,6 @@ def _last_user(record: dict[str, Any]) -> str:
 def _load_harness(path: str | None) -> Any | None:
     if not path or not Path(path).is_dir():
         return None
-    from harnessctl.harness import HarnessError, load_harness
 
     try:
         return load_harness(path, validate=False)
@@ -312,8 +313,6 @@ def load_run_cases(run_root: str | Path, evals_dir: str | Path, suites: set[str]
 
 def load_run_items(run_root: str | Path, evals_dir: str | Path, suites: set[str]) -> dict[tuple[str, str], Any]:
     """:func:`load_run_cases` with each case's suite item (the case and the harness it runs under)."""
-    from harnessctl.eval.suites import AGENT_SUITES, SuiteError, load_suite
-
     out: dict[tuple[str, str], Any] = {}
     for suite in sorted(suites):
         own = Path(run_root) / RUN_CASES_DIR / f"{suite}.jsonl"

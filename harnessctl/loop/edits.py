@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.errors import HarnessctlError
-from harnessctl.harness.diff import HarnessDiff, diff_harnesses
+from harnessctl.harness.diff import Change, HarnessDiff, WordSpan, diff_harnesses
 from harnessctl.harness.errors import HarnessError
 from harnessctl.harness.model import Harness
+from harnessctl.harness.save import save_harness
+from harnessctl.harness.yamlio import parse_yaml_data
 
 #: Fields an edit may set, per element kind (everything else is refused).
 SETTABLE = {
@@ -94,8 +96,6 @@ def read_patch(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
     >>> read_patch("edits/week49.yaml")     # doctest: +SKIP
     ('week 49', [{'op': 'set', 'element': 'tool', 'key': 'promotions', 'field': 'name', 'value': 'find_deals'}])
     """
-    from harnessctl.harness.yamlio import parse_yaml_data
-
     p = Path(path)
     if not p.is_file():
         raise EditError(f"{p}: no such patch file; write one as YAML with a list under 'ops' (see docs/loop.md)")
@@ -230,8 +230,6 @@ def write_candidate(candidate: Harness, folder: str | Path, base_dir: str | Path
 
     >>> write_candidate(apply_edit(h, ops), "loops/l1/harness/c1", "harnesses/livecommerce")   # doctest: +SKIP
     """
-    from harnessctl.harness.save import save_harness
-
     candidate = dataclasses.replace(candidate, root=None)
     return save_harness(candidate, folder, base=base_dir)
 
@@ -243,7 +241,6 @@ def proposal_diff(proposal: Proposal) -> HarnessDiff | None:
     """
     if proposal.diff is None:
         return None
-    from harnessctl.harness.diff import Change, WordSpan
 
     changes = []
     for c in proposal.diff["changes"]:

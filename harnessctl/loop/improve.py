@@ -29,20 +29,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harnessctl.eval.compare import compare_results
 from harnessctl.harness import load_harness
 from harnessctl.progress import prefixed
 
-from .diagnose import diagnose_results
+from .apply import AppliedEdit, commit_edit
+from .diagnose import diagnose_results, load_run_items
 from .edits import Proposal, apply_edit, write_candidate
 from .evaluate import LoopRun, evaluate_items, open_run, standard_items
 from .journal import Journal
 from .propose import propose_llm, propose_rules
-
-if TYPE_CHECKING:
-    from .apply import AppliedEdit
+from .stale import FormerNameIndex
 
 CONFIG = "loop.json"
 Progress = Callable[[str, int, int], None]
@@ -123,7 +122,6 @@ def commit_best(config: LoopConfig, result: LoopResult) -> AppliedEdit | None:
     """
     if not result.kept:
         return None
-    from .apply import commit_edit
 
     return commit_edit(
         config.harness_dir,
@@ -300,9 +298,6 @@ def _diagnose(run: LoopRun, harness: Any, config: LoopConfig) -> dict[str, Any]:
 
 
 def _diagnosis(run: LoopRun, harness: Any, config: LoopConfig) -> Any:
-    from .diagnose import load_run_items
-    from .stale import FormerNameIndex
-
     items = load_run_items(run.store.root, config.evals_dir, {r.suite for r in run.results})
     return diagnose_results(
         run.results,

@@ -33,7 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessctl.harness import load_harness
 from harnessctl.harness.model import Harness
+from harnessctl.models.base import GenerationSettings
+from harnessctl.models.registry import resolve_model
 
 from .diagnose import Diagnosis, diagnose_run
 from .edits import Proposal, check_proposal
@@ -81,8 +84,6 @@ def propose_edits(
     >>> [(p.id, p.title) for p in found.proposals][:1]                    # doctest: +SKIP
     [('p1', 'raise max_tool_calls from 1 to 4')]
     """
-    from harnessctl.harness import load_harness
-
     current = load_harness(harness_dir)
     d = diagnose_run(run, runs_dir=runs_dir, harness=current)
     proposals = propose_rules(d, current, harness_dir=harness_dir, limit=limit)
@@ -457,9 +458,6 @@ def propose_llm(
 
     >>> valid, rejected = propose_llm(d, h, "openai/gpt-4o-mini", harness_dir="harnesses/livecommerce")   # doctest: +SKIP
     """
-    from harnessctl.models.base import GenerationSettings
-    from harnessctl.models.registry import resolve_model
-
     llm = backend or resolve_model(model, api_base=api_base)
     response = llm.generate(
         proposer_messages(diagnosis, harness), [], GenerationSettings(temperature=0.0, max_tokens=max_tokens)

@@ -44,8 +44,10 @@ from typing import Any
 
 from harnessctl.eval.compare import GATES, MIN_WORSE_FOR_INTERVAL, Comparison, compare_results
 from harnessctl.eval.stats import latency_stats
+from harnessctl.eval.summary import distinct_errors
 from harnessctl.harness.diff import HarnessDiff, diff_harnesses, summary_phrases
 from harnessctl.harness.errors import Issue
+from harnessctl.harness.save import save_harness
 from harnessctl.harness.store import HarnessStore, ResolvedHarness, StoreError, is_version_name
 from harnessctl.models.registry import memorised_surface
 from harnessctl.progress import prefixed
@@ -354,8 +356,6 @@ def _errored(side: str, results: list[Any], jobs: int) -> str | None:
     error), or None when every case was scored. An errored case has no score: counted as a low
     one it would refuse a release for the machine's load, left out it would pass one on part of
     the sample, so the gate refuses until every case is scored."""
-    from harnessctl.eval.summary import distinct_errors
-
     errored = [r for r in results if r.error is not None]
     if not errored:
         return None
@@ -398,8 +398,6 @@ def _failing(suite: str, worse: dict[str, float], paired: int, evo: EvolutionSui
 
 def _write(harness: Any, folder: Path) -> Path:
     from dataclasses import replace
-
-    from harnessctl.harness.save import save_harness
 
     return save_harness(replace(harness, root=None), folder)
 

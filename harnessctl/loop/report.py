@@ -17,6 +17,8 @@ from typing import Any
 
 from harnessctl.eval.charts import bar_chart
 from harnessctl.eval.report import render_report
+from harnessctl.eval.store import REPORT, RunStore
+from harnessctl.eval.summary import summarize
 
 from .diagnose import Diagnosis, diagnose_run
 
@@ -94,11 +96,6 @@ def render_run_report(run_root: str | Path, d: Diagnosis | None = None, *, max_d
     >>> render_run_report("runs/r1").count("<h2>Diagnosis")   # doctest: +SKIP
     1
     """
-    from harnessctl.eval.store import RunStore
-    from harnessctl.eval.summary import summarize
-
-    from .diagnose import diagnose_run
-
     store = RunStore.open(run_root)
     results, manifest = store.results(), store.manifest
     budget = (manifest.get("config") or {}).get("latency_budget_s")
@@ -126,8 +123,6 @@ def write_run_report(run_root: str | Path, d: Diagnosis | None = None, out_file:
 
     >>> write_run_report("runs/r1", diagnose_run("runs/r1"))   # doctest: +SKIP
     """
-    from harnessctl.eval.store import REPORT, RunStore
-
     html = render_run_report(run_root, d)
     target = Path(out_file) if out_file else RunStore.open(run_root).root / REPORT
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -149,6 +144,5 @@ def diagnose_with_report(
     d = diagnose_run(run, runs_dir=runs_dir, examples=examples)
     if not report:
         return d, None
-    from harnessctl.eval.store import RunStore
 
     return d, write_run_report(RunStore.open(run, runs_dir).root, d)

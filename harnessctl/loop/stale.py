@@ -28,7 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessctl.eval.runner import HarnessResolver
+from harnessctl.harness.store import HarnessStore
 from harnessctl.sim.scorer import LOADER_KEY
+
+from .failures import FailureItem
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,6 @@ def harness_history(harness_dir: str | Path | None) -> list[tuple[str, Any]]:
     """
     if not harness_dir or not Path(harness_dir).is_dir():
         return []
-    from harnessctl.harness.store import HarnessStore
 
     # Any failure reading the history (a broken repository, a version that no longer loads, a git
     # error) only means fewer former names: the diagnosis itself must never fail on a hint.
@@ -185,8 +188,6 @@ class FormerNameIndex:
         return self._by_spec[key]
 
     def _build(self, spec: dict[str, Any]) -> dict[tuple[str, str], FormerName]:
-        from harnessctl.eval.runner import HarnessResolver
-
         if self._history is None:
             self._history = harness_history(self.harness_path)
             self._resolver = HarnessResolver(self.harness_path)
@@ -215,8 +216,6 @@ def relabel_stale(items: list[Any], calls: list[StaleCall]) -> list[Any]:
     ...               [StaleCall(f)])[0].element
     'tool:promotions'
     """
-    from .failures import FailureItem
-
     out = list(items)
     used: set[int] = set()
     for call in calls:
