@@ -16,6 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from harnessctl.errors import HarnessctlError, Interrupted
+from harnessctl.eval.store import atomic_write
+from harnessctl.models.adapters import base_entry
+from harnessctl.models.bases import BaseError, resolve_base
+from trainer.common import MANIFEST, TrainError, last_checkpoint
+from trainer.config import ConfigError
+from trainer.stage_configs import load_config
 
 from .plan import Arm, StudyPhase, StudyPlan, arm_extras
 
@@ -46,17 +52,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    from harnessctl.eval.store import atomic_write
-
     atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def stage_config(plan: StudyPlan, arm: Arm, root: Path) -> Any:
     """The trainer config of ``arm``'s stage: the plan's trainer config, its per-stage overrides,
     then the arm's own wiring (output, parent model, data, teacher, HSA), which always wins."""
-    from trainer.config import ConfigError
-    from trainer.stage_configs import load_config
-
     wiring = _wiring(plan, root / "arms" / arm.name / "model")
     if arm.parent:
         wiring["model"] = str(root / "arms" / arm.parent / "model")
@@ -103,9 +104,6 @@ def phase_config(plan: StudyPlan, arm: Arm, root: Path, phase: StudyPhase) -> An
     but those ``phase.resets`` (its size), then ``phase.defaults``, then the plan's fields of the
     phase, then the wiring (from the first phase's model into the arm's ``model`` folder, and
     ``phase.wiring``'s fields); ``phase.finish`` settles it."""
-    from trainer.config import ConfigError
-    from trainer.stage_configs import load_config
-
     arm_dir = root / "arms" / arm.name
     fields = plan.stage_overrides.get(phase.name, {})
     first = {k: v for k, v in plan.stage_overrides.get(arm.stage, {}).items() if k not in phase.resets}
@@ -125,8 +123,6 @@ def phase_config(plan: StudyPlan, arm: Arm, root: Path, phase: StudyPhase) -> An
 def trained(root: Path, arm: Arm) -> bool:
     """Whether ``arm``'s training has finished (its summary and its final model are written; a
     pretrained base arm: its link to the base)."""
-    from trainer.common import MANIFEST
-
     arm_dir = root / "arms" / arm.name
     if (arm_dir / "model").is_symlink():
         return (arm_dir / TRAIN_FILE).is_file() and (arm_dir / "model" / "config.json").is_file()
@@ -136,9 +132,6 @@ def trained(root: Path, arm: Arm) -> bool:
 def link_pretrained_base(plan: StudyPlan, arm_dir: Path) -> dict[str, Any]:
     """The base arm of a study on a pretrained base: ``arms/base/model`` links to the fetched
     base folder (nothing is trained or copied), and its record names the base."""
-    from harnessctl.models.adapters import base_entry
-    from harnessctl.models.bases import BaseError, resolve_base
-
     try:
         folder = resolve_base(plan.pretrained_base)
     except BaseError as e:
@@ -198,8 +191,6 @@ def _train_two_phases(
     """The arm's stage as planned into ``arms/<arm>/general``, then its second phase (``second``:
     name, what it does, its config) from there into ``arms/<arm>/model``; one record of both. A
     finished first phase is never trained again."""
-    from trainer.common import MANIFEST
-
     name, second_what, second_config = second
     first = _read_json(arm_dir / GENERAL_FILE)
     if not (first and (arm_dir / GENERAL_DIR / MANIFEST).is_file()):
@@ -212,7 +203,7 @@ def _train_two_phases(
 def _train_phase(arm: Arm, cfg: Any, what: str, say: Say, progress: bool) -> dict[str, Any]:
     """Run one trainer stage into ``cfg.out`` (continuing from its last checkpoint if there is
     one); returns the run's record without its in-training evaluation."""
-    from trainer.common import TrainError, last_checkpoint
+    # lazy: run_study checks first that the trainer imports (it needs the train extra)
     from trainer.stages import run_stage
 
     out = Path(cfg.out)

@@ -32,7 +32,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .plan import SUITES, StudyPlan, apply_overrides, arm_extras
+from harnessctl.eval.runner import EvalConfig, run_eval
+from harnessctl.eval.suites import load_suite
+from harnessctl.models import registry
+from harnessctl.models.shipped import missing_for_inference
+
+from .arms import TRAIN_FILE, StudyInterrupted, _read_json, _train_seconds, phase_config, stage_config
+from .plan import ARMS, SUITES, StudyPlan, apply_overrides, arm_extras
+from .runner import AGENT_SUITES, FINAL_ARM, build_datasets, check_inputs, evaluate_arm, history_evals, train_arms
 
 #: Steps each phase of the probe trains: enough to time a step, few enough to take minutes.
 PROBE_STEPS = 3
@@ -164,8 +171,6 @@ def probe_plan(plan: StudyPlan) -> StudyPlan:
 def planned_configs(plan: StudyPlan, root: Path) -> dict[tuple[str, str], Any]:
     """``{(arm, phase): trainer config}`` as ``plan`` would train them (phase ``general`` for a
     one-phase arm, then its second phase's name)."""
-    from .arms import phase_config, stage_config
-
     configs: dict[tuple[str, str], Any] = {}
     for arm in plan.arms():
         configs[(arm.name, "general")] = stage_config(plan, arm, root)
@@ -211,8 +216,6 @@ class ProbePhase:
 def probe_phases(record: dict[str, Any]) -> dict[str, ProbePhase]:
     """``{phase: ProbePhase}`` from an arm's ``train.json`` (a two-phase arm's joined log is split
     at the first phase's last step; the second phase's steps are numbered after it)."""
-    from .arms import _train_seconds
-
     log = list(record.get("log") or [])
     if not record.get("phases"):
         return {"general": ProbePhase(int(record.get("steps", 0)), _train_seconds(record), log)}
@@ -250,10 +253,6 @@ def sft_seconds_per_step(phase: ProbePhase, record: dict[str, Any], cfg: Any) ->
 def suite_sizes(plan: StudyPlan, root: Path) -> dict[str, int]:
     """Cases in each suite ``plan`` evaluates on, and in its real-history slice (``history``,
     whose suite folder ``root`` holds): each file read once, whatever the sample sizes."""
-    from harnessctl.eval.suites import load_suite
-
-    from .runner import history_evals
-
     sizes = {suite: len(load_suite(suite, plan.evals_dir)) for suite in SUITES}
     sizes["history"] = len(load_suite("variant", history_evals(plan, root)))
     return sizes
@@ -268,8 +267,6 @@ def eval_runs(plan: StudyPlan, sizes: dict[str, int]) -> dict[str, tuple[int, in
     >>> eval_runs(quick_plan(), sizes)
     {'suites': (30, 5), 'history': (6, 5), 'ifeval': (10, 5), 'served': (10, 1)}
     """
-    from .runner import AGENT_SUITES, FINAL_ARM
-
     arms = plan.arms()
 
     def held(suite: str, limit: int) -> int:  # as many as eval's even-spread sample takes
@@ -301,13 +298,8 @@ def eval_model(root: Path) -> tuple[Path, str]:
     size of the probe's own models, else the probe's final arm (trained a few steps only)."""
     import json
 
-    from harnessctl.models.registry import SHIPPED_DATA_DIR
-    from harnessctl.models.shipped import missing_for_inference
-
-    from .runner import FINAL_ARM
-
     own = root / "arms" / FINAL_ARM / "model"
-    proxy = SHIPPED_DATA_DIR / EVAL_PROXY
+    proxy = registry.SHIPPED_DATA_DIR / EVAL_PROXY  # read when called
     if proxy.is_dir() and not missing_for_inference(proxy):
         configs = [json.loads((folder / "config.json").read_text(encoding="utf-8")) for folder in (proxy, own)]
         if all(configs[0].get(k) == configs[1].get(k) for k in _SIZE_KEYS):
@@ -325,11 +317,6 @@ def probe_evaluation(
     IFEval :data:`PROBE_IFEVAL_PROMPTS`) with the model :func:`eval_model` picks, through the
     study's own path (``served`` through the embedded server); returns the runs projected onto
     the plan's cases and arms, and the model timed."""
-    from harnessctl.eval.runner import EvalConfig, run_eval
-
-    from .plan import ARMS
-    from .runner import FINAL_ARM, evaluate_arm
-
     model, timed_on = eval_model(root)
     sizes = {"eval_limit": PROBE_EVAL_CASES, "history_limit": PROBE_EVAL_CASES, "ifeval_limit": PROBE_IFEVAL_PROMPTS}
     probe = apply_overrides(plan, [f"{k}={min(getattr(plan, k) or n, n)}" for k, n in sizes.items()])
@@ -371,9 +358,6 @@ def estimate_study(
     scoring timed once and counted at every check), then time the plan's evaluation runs on a few
     cases each (:func:`probe_evaluation`). Raises ``StudyInterrupted`` when stopped with Ctrl-C
     during a probe's training (in a scratch folder: saying that nothing of a study was written)."""
-    from .arms import TRAIN_FILE, StudyInterrupted, _read_json
-    from .runner import build_datasets, check_inputs, train_arms
-
     check_inputs(plan)
     probe = probe_plan(plan)
     scratch = work is None

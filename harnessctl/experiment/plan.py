@@ -31,6 +31,9 @@ from typing import Any
 
 from harnessctl.errors import HarnessctlError
 from harnessctl.eval.store import RunError, check_run_id
+from harnessctl.extensions import load_extensions
+from trainer.config import ConfigError, coerce, parse_set
+from trainer.stage_configs import config_class
 
 
 class PlanError(HarnessctlError, ValueError):
@@ -138,16 +141,12 @@ def register_arm_extra(extra: ArmExtra) -> None:
 
 def study_phases() -> dict[str, StudyPhase]:
     """The registered phases by name (loading the installed extensions first)."""
-    from harnessctl.extensions import load_extensions
-
     load_extensions()
     return dict(_PHASES)
 
 
 def arm_extras(stage: str | None = None) -> list[ArmExtra]:
     """The registered arm fields (of ``stage``'s arms only, when given)."""
-    from harnessctl.extensions import load_extensions
-
     load_extensions()
     return [e for e in _ARM_EXTRAS if stage is None or e.stage == stage]
 
@@ -420,9 +419,6 @@ def _check_stage_fields(stage: str, values: dict[str, Any]) -> None:
     the study folder (and its ``plan.json``) exists."""
     from typing import get_type_hints
 
-    from trainer.config import ConfigError, coerce
-    from trainer.stage_configs import config_class
-
     cls = config_class(config_stage(stage))
     hints = get_type_hints(cls)
     known = sorted(f.name for f in dataclasses.fields(cls))
@@ -439,8 +435,6 @@ def apply_overrides(plan: StudyPlan, items: list[str]) -> StudyPlan:
     """``plan`` with ``FIELD=VALUE`` (a plan field) and ``STAGE.FIELD=VALUE`` (a trainer config
     field of one stage, checked when the stage's config is built) applied, in order."""
     from typing import get_type_hints
-
-    from trainer.config import ConfigError, parse_set
 
     values = plan.to_dict()
     types = get_type_hints(StudyPlan)
@@ -471,8 +465,6 @@ def _coerce(name: str, value: str, hint: Any) -> Any:
     """A plan field's value from its ``--set`` text, as the trainer converts its fields
     (:func:`trainer.config.coerce`), except that a whole-number field takes only a whole number
     as written."""
-    from trainer.config import ConfigError, coerce
-
     if hint is int:
         try:
             return int(value)

@@ -13,6 +13,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from harnessctl.eval.stats import bootstrap, latency_stats
+from harnessctl.eval.store import RunStore
+from harnessctl.loop.diagnose import load_run_items
+from harnessctl.loop.onscreen import on_screen_product_use
+from harnessctl.loop.stale import FormerNameIndex, stale_name_use
+from trainer.common import hardware_text
+
 #: The paper's table (HAT, and fixed-harness SFT where it reports one), suites version 2 in miniature.
 PAPER = {
     "hat": {"livestream": 94.8, "variant": 94.6, "ifeval": 83.5},
@@ -31,9 +38,6 @@ def arm_metrics(run_dir: str | Path) -> dict[str, Any]:
     >>> arm_metrics("experiments/quick/arms/hat/eval/suites")["scores"]["livestream"]   # doctest: +SKIP
     41.7
     """
-    from harnessctl.eval.stats import bootstrap, latency_stats
-    from harnessctl.eval.store import RunStore
-
     store = RunStore.open(run_dir)
     results = store.results()
     by_suite: dict[str, list[Any]] = defaultdict(list)
@@ -94,7 +98,6 @@ def _agent_items(store: Any, suites: set[str]) -> dict[tuple[str, str], Any]:
     """The run's suite items (case and harness) of ``suites``, read once for the metrics below."""
     if not suites:
         return {}
-    from harnessctl.loop.diagnose import load_run_items
 
     config = store.manifest.get("config") or {}
     return load_run_items(store.root, config.get("evals_dir", "evals"), suites)
@@ -106,7 +109,6 @@ def _stale_names(store: Any, variant: list[Any], items: dict[tuple[str, str], An
     it was trained on instead of the one it is shown."""
     if not variant:
         return None
-    from harnessctl.loop.stale import FormerNameIndex, stale_name_use
 
     config = store.manifest.get("config") or {}
     return stale_name_use(variant, FormerNameIndex(config.get("harness_path"), items))
@@ -115,8 +117,6 @@ def _stale_names(store: Any, variant: list[Any], items: dict[tuple[str, str], An
 def _on_screen(by_suite: dict[str, list[Any]], items: dict[tuple[str, str], Any]) -> dict[str, dict[str, int]] | None:
     """Per agent suite (livestream, variant): whether the first product lookup named the product on
     screen -- copying an id from the viewer's message, which every fact of the reply depends on."""
-    from harnessctl.loop.onscreen import on_screen_product_use
-
     suites = sorted(s for s in ("livestream", "variant") if by_suite.get(s))
     return {s: on_screen_product_use(by_suite[s], items) for s in suites} or None
 
@@ -319,8 +319,6 @@ def hardware_line(machines: list[dict[str, Any]]) -> str:
     ...                {"device": "cpu", "processor": "B", "threads": 2, "precision": "fp32", "arms": ["hat"]}])
     'trained on cpu (A), 2 threads, bf16: base; cpu (B), 2 threads, fp32: hat'
     """
-    from trainer.common import hardware_text
-
     if not machines:
         return ""
     if len(machines) == 1:

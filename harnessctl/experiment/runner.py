@@ -32,6 +32,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harnessctl.augment.trajectories import TrajectorySpec, build_trajectories
+from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
+from harnessctl.eval.store import RunError, RunStore, atomic_write
+from harnessctl.eval.suites import SuiteError, load_suite, suite_path
+from harnessctl.harness import load_harness
+from harnessctl.models.bases import BaseError, resolve_base
+from harnessctl.models.registry import resolve_model
+from harnessctl.models.server import EmbeddedServer
+from harnessctl.progress import progress_bars
+from harnessctl.sim.phrasings import load_phrasings
+from trainer.common import CURVE_KEYS, TrainError, check_checkpoint
+
 from .arms import (
     ARM_FILE,
     PLAN_FILE,
@@ -55,6 +67,7 @@ from .plan import (
     plan_differences,
     plan_options,
 )
+from .report import render_report
 from .results import arm_metrics, judge_goals, markdown_table
 from .side_by_side import train_side_by_side
 
@@ -107,10 +120,6 @@ def _started_with(plan: dict[str, Any]) -> str:
 def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
     """The two SFT datasets, on the same cases: the shipped harness only (``fixed``) and HSA
     variants (``hsa``). Resumable (pairs already logged are skipped)."""
-    from harnessctl.augment.trajectories import TrajectorySpec, build_trajectories
-    from harnessctl.harness import load_harness
-    from harnessctl.sim.phrasings import load_phrasings
-
     harness = load_harness(plan.harness)
     phrasings = load_phrasings(plan.data_phrasings) if plan.data_phrasings else None
     out: dict[str, Any] = {}
@@ -145,7 +154,6 @@ def build_datasets(plan: StudyPlan, root: Path, say: Say) -> dict[str, Any]:
 
 def _eval_progress(enabled: bool, label: str) -> Any:
     """Progress of one arm's evaluation, one task per suite (``eval hat livestream 20/40``)."""
-    from harnessctl.progress import progress_bars
 
     @contextmanager
     def bars() -> Iterator[Any]:
@@ -168,13 +176,8 @@ def check_inputs(plan: StudyPlan, *, suites: bool = True) -> None:
     every suite it evaluates on reads: checked before the study folder is written, so the corrected
     command starts afresh rather than being refused as another plan, and before anything trains.
     Raises ``HarnessError`` (the CLI names the file and line) or ``StudyError``."""
-    from harnessctl.harness import load_harness
-    from trainer.common import TrainError, check_checkpoint
-
     load_harness(plan.harness)
     if plan.data_phrasings:
-        from harnessctl.sim.phrasings import load_phrasings
-
         load_phrasings(plan.data_phrasings)
     if plan.base_model:
         try:
@@ -182,8 +185,6 @@ def check_inputs(plan: StudyPlan, *, suites: bool = True) -> None:
         except TrainError as e:
             raise StudyError(str(e)) from None
     if plan.pretrained_base:
-        from harnessctl.models.bases import BaseError, resolve_base
-
         try:
             resolve_base(plan.pretrained_base)
         except BaseError as e:
@@ -202,8 +203,6 @@ def check_suites(plan: StudyPlan) -> None:
     ...
     harnessctl.experiment.arms.StudyError: evals_dir /nonexistent: /nonexistent/livestream.jsonl: suite file missing; rebuild the suites with `harnessctl eval build-suites --evals-dir /nonexistent`
     """
-    from harnessctl.eval.suites import SuiteError, load_suite
-
     for suite in SUITES:
         try:
             load_suite(suite, plan.evals_dir)
@@ -215,8 +214,6 @@ def history_evals(plan: StudyPlan, root: Path) -> Path:
     """A suites folder holding only the real-history slice of the variant suite (its cases under
     the shipped versions v1 and v2, lines copied unchanged), so every arm is scored on it with a
     sample of its own rather than the few history cases an even spread of the whole suite holds."""
-    from harnessctl.eval.suites import suite_path
-
     folder = root / HISTORY_DIR
     target = suite_path("variant", folder)
     if not target.is_file():
@@ -231,7 +228,6 @@ def history_evals(plan: StudyPlan, root: Path) -> Path:
         if not lines:
             raise StudyError(f"{source}: no case under the real history (history:v1/v2); rebuild the suites")
         folder.mkdir(parents=True, exist_ok=True)
-        from harnessctl.eval.store import atomic_write
 
         atomic_write(target, "".join(lines))
     return folder
@@ -244,10 +240,6 @@ def evaluate_arm(
     slice), ``ifeval`` (IFEval on ``plan.ifeval_limit`` prompts) or ``served`` (livestream through
     the embedded OpenAI-compatible server); resumes a run stopped mid-way, skips a finished one.
     Returns the run folder and the seconds spent now."""
-    from harnessctl.eval.runner import EvalConfig, resume_eval, run_eval
-    from harnessctl.eval.store import RunStore
-    from harnessctl.eval.suites import SuiteError
-
     served = kind == "served"
     arm_dir = root / "arms" / arm.name
     runs_dir, run_id = arm_dir / "eval", kind
@@ -259,9 +251,6 @@ def evaluate_arm(
     server = None
     try:
         if served:
-            from harnessctl.models.registry import resolve_model
-            from harnessctl.models.server import EmbeddedServer
-
             server = EmbeddedServer(
                 resolve_model(eval_model(plan, model_dir)), model_name=arm.name, port=0, api_key=None
             ).start()
@@ -370,8 +359,6 @@ def run_arm(plan: StudyPlan, arm: Arm, root: Path, say: Say, progress: bool) -> 
 def _refresh(done: dict[str, Any], arm_dir: Path) -> dict[str, Any]:
     """A finished arm's numbers read again from its evaluation runs (the runs are the record;
     nothing is trained or evaluated again)."""
-    from harnessctl.eval.store import RunError
-
     try:
         return {**done, "metrics": _study_metrics(arm_dir)}
     except (OSError, ValueError, RunError):
@@ -471,8 +458,6 @@ def _curve(log: list[dict[str, Any]]) -> list[dict[str, float]]:
     ...         {"step": 5, "loss": 2.0, "grad_norm": 3.1}, {"step": 6, "learning_rate": 1e-5}])
     [{'step': 5, 'heldout_loss': 0.7638, 'heldout_call_match': 0.2}, {'step': 5, 'loss': 2.0}]
     """
-    from trainer.common import CURVE_KEYS
-
     out = []
     for row in log:
         point = {"step": row.get("step", 0.0)}
@@ -679,8 +664,6 @@ def arms_hardware(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_outputs(root: Path, results: dict[str, Any]) -> None:
-    from .report import render_report
-
     _write_json(root / RESULTS_JSON, results)
     (root / RESULTS_MD).write_text(markdown_table(results), encoding="utf-8")
     (root / REPORT_HTML).write_text(render_report(results), encoding="utf-8")
