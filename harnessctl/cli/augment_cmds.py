@@ -20,7 +20,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from harnessctl.harness.diff_view import print_diff
+from harnessctl.harness.loader import load_harness
 from harnessctl.progress import progress_bars
+from harnessctl.sim.phrasings import load_phrasings
 
 from .common import HarnessOpt, JsonOpt, resolve_harness_path
 from .output import CLIError, cli_errors, err, out, print_json
@@ -185,8 +187,8 @@ def augment(
     Rerunning into the same --out with the same settings resumes (finished variants and
     trajectories are skipped); other settings are refused unless --force.
     """
+    # lazy: the augment package stays off the `harnessctl --help` path
     from harnessctl.augment import VariantSpec, build_trajectories, make_paraphraser, preview_variant, write_variants
-    from harnessctl.harness.loader import load_harness
 
     with cli_errors(ValueError, os_hint=" (check --out)"):
         source = load_harness(resolve_harness_path(harness))
@@ -249,8 +251,8 @@ def _refuse_mixed_modes(ctx: typer.Context, n: int, trajectories: int | None, fi
 
 def _trajectory_spec(params: dict[str, Any], ops: list[str] | None) -> Any:
     """The dataset the command line asks for (``params``: the parsed options, by name)."""
+    # lazy: the augment package stays off the `harnessctl --help` path
     from harnessctl.augment import TrajectorySpec
-    from harnessctl.sim.phrasings import load_phrasings
 
     phrasings = params["phrasings"]
     return TrajectorySpec(

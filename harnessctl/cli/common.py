@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 
 from harnessctl.harness.loader import is_harness_dir
+from harnessctl.models.registry import MODEL_ENV, ORACLE, default_model_source, expand_model_spec
 
-from .output import CLIError
+from .output import CLIError, err
 
 HarnessOpt = Annotated[
     Path | None,
@@ -79,9 +80,6 @@ def choose_model(model: str | None, *, quiet: bool = False) -> str:
     """
     if model:
         return model
-    from harnessctl.models.registry import MODEL_ENV, ORACLE, default_model_source
-
-    from .output import err
 
     spec, source = default_model_source()
     if not quiet:
@@ -141,6 +139,4 @@ def resolve_harness_path(path: Path | None) -> Path:
 
 def checkpoint_folder(spec: str) -> str:
     """The folder a ``--model``/``--teacher`` names: a path, ``local:PATH`` or ``shipped:NAME``."""
-    from harnessctl.models.registry import expand_model_spec
-
     return expand_model_spec(spec).removeprefix("local:")

@@ -20,7 +20,13 @@ from rich import box
 from rich.panel import Panel
 from rich.table import Table
 
-from harnessctl.progress import progress_bars
+from harnessctl.eval.compare import GATES, check_suite_versions, compare_results
+from harnessctl.eval.runner import EvalConfig, resume_eval, run_estimate, run_eval
+from harnessctl.eval.stats import parse_duration
+from harnessctl.eval.store import REPORT, RunStore, check_run_id, list_runs
+from harnessctl.eval.suites import find_evals_dir
+from harnessctl.eval.summary import ORACLE_LABEL, distinct_errors, model_label, shipped_name, summarize
+from harnessctl.progress import duration_text, progress_bars
 
 from .common import (
     ApiBaseOpt,
@@ -138,7 +144,6 @@ def eval_cmd(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from harnessctl.eval.runner import resume_eval, run_eval
 
     where = "" if runs_dir == DEFAULT_RUNS_DIR else f" --runs-dir {shlex.quote(str(runs_dir))}"
     with cli_errors(ValueError):
@@ -148,8 +153,6 @@ def eval_cmd(
                 outcome = resume_eval(resume, runs_dir=runs_dir, jobs=jobs, progress=update)
         else:
             if run_id is not None:
-                from harnessctl.eval.store import check_run_id
-
                 check_run_id(run_id)
             config = _eval_config(ctx.params)  # the default model is named next, once the settings are known good
             config.use_model(choose_model(model), limit, all_cases=all_cases)
@@ -174,10 +177,6 @@ def eval_cmd(
 def _eval_config(p: dict[str, Any]) -> Any:
     """The settings of a new run from the command's parsed options (``ctx.params``); its model and
     cases per suite are set after (:meth:`~harnessctl.eval.runner.EvalConfig.use_model`)."""
-    from harnessctl.eval.runner import EvalConfig
-    from harnessctl.eval.stats import parse_duration
-    from harnessctl.eval.suites import find_evals_dir
-
     return EvalConfig(
         suites=[s.strip() for s in p["suite"].split(",") if s.strip()],
         model=p["model"] or "",
@@ -206,12 +205,9 @@ def _say_start(store: Any, where: str) -> None:
         f"run [bold]{store.run_id}[/] in {store.root} "
         f"(stopped? finish it with `harnessctl eval --resume {store.run_id}{where}`)"
     )
-    from harnessctl.eval.runner import run_estimate
 
     estimate = run_estimate(store.manifest)
     if estimate and estimate["seconds"] >= 120:
-        from harnessctl.progress import duration_text
-
         c = estimate["config"]
         err.print(
             f"[yellow]{estimate['cases']:,} cases, about {duration_text(estimate['seconds'])} at the measured "
@@ -372,8 +368,6 @@ def _note_control_suites(manifest: dict[str, Any]) -> None:
 
 
 def _print_summary(summary: dict[str, Any], root: Path, skipped: dict[str, str], where: str = "") -> None:
-    from harnessctl.eval.summary import model_label
-
     label = summary.get("model_label") or model_label(summary.get("model"))
     t = Table(
         title=f"run {summary.get('run_id')} · {_escape(label)}",
@@ -459,6 +453,7 @@ def build_suites_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Rebuild the suite files in evals/ deterministically (same code and seeds, same bytes)."""
+    # lazy: the suite builder stays off the `harnessctl --help` path
     from harnessctl.eval.build import MESSAGE_SIDES, build_all
 
     if messages not in MESSAGE_SIDES:
@@ -501,8 +496,6 @@ def runs(
     """List the runs in the runs folder, newest first.
 
     Each row: id, model, suites, scores, errors, and whether every planned case has a result."""
-    from harnessctl.eval.store import list_runs
-
     with cli_errors(ValueError):
         rows = list_runs(runs_dir)
     if as_json:
@@ -546,8 +539,6 @@ def _print_runs(rows: list[dict[str, Any]], runs_dir: Path) -> None:
         )
     out.print(t)
     if any(r.get("model") == "oracle" for r in rows):
-        from harnessctl.eval.summary import ORACLE_LABEL
-
         out.print(f"[dim]* the oracle: the {ORACLE_LABEL}, not a model[/]")
     for r in rows:
         if "problem" in r:
@@ -555,8 +546,6 @@ def _print_runs(rows: list[dict[str, Any]], runs_dir: Path) -> None:
 
 
 def _model_label(model: Any) -> str:
-    from harnessctl.eval.summary import shipped_name
-
     return "oracle*" if model == "oracle" else shipped_name(model)
 
 
@@ -589,9 +578,6 @@ def compare(
 
     With --gate interval a drop is a regression only when its whole 95% interval lies beyond
     --threshold."""
-    from harnessctl.eval.compare import GATES, check_suite_versions, compare_results
-    from harnessctl.eval.store import RunStore
-
     if gate not in GATES:
         fail(f"--gate: expected one of {', '.join(GATES)}, got {gate!r}")
     with cli_errors(ValueError):
@@ -630,8 +616,6 @@ def compare(
 def _warn_errors(cmp: Any, results: dict[str, list[Any]], stores: dict[str, Any]) -> None:
     """Say, for each run, how many cases ended in an error: they have no score and are left out
     of the comparison (not counted as low scores); ``eval --resume`` runs them again."""
-    from harnessctl.eval.summary import distinct_errors
-
     for side, n in cmp.errors.items():
         if not n:
             continue
@@ -760,9 +744,8 @@ def report(
     """Write a self-contained HTML report of a run, or print its summary as JSON with --json.
 
     Plots are inline (no network); a diagnosis section ranks the failure clusters by impact."""
+    # lazy: the report and diagnosis modules stay off the `harnessctl --help` path
     from harnessctl.eval.report import render_report
-    from harnessctl.eval.store import REPORT, RunStore
-    from harnessctl.eval.summary import summarize
 
     with cli_errors(ValueError):
         store = RunStore.open(run, runs_dir)
@@ -776,6 +759,7 @@ def report(
         target = out_file or (store.root / REPORT)
         html = render_report(results, manifest, summary=summary, max_details=max_details)
         if diagnosis:
+            # lazy: the report and diagnosis modules stay off the `harnessctl --help` path
             from harnessctl.loop.diagnose import diagnose_run
             from harnessctl.loop.report import with_diagnosis
 
@@ -813,6 +797,7 @@ def judge_calibrate(
 
     Agreement, Cohen's kappa, TPR/TNR and position-swap consistency, each with a 95% bootstrap
     interval."""
+    # lazy: the judge modules stay off the `harnessctl --help` path
     from harnessctl.eval.calibrate import calibrate_labels
 
     spec = judge or os.environ.get("HARNESSCTL_JUDGE")
@@ -888,6 +873,7 @@ def judge_label(
     """Label a run's episodes in the terminal (pass/fail + reason).
 
     Every answer is saved at once; run the command again to continue where you stopped."""
+    # lazy: the judge modules stay off the `harnessctl --help` path
     from harnessctl.eval.judge import RUBRIC
     from harnessctl.eval.labels import open_label_session
 
@@ -930,6 +916,7 @@ def _ask_label(r: Any, i: int, n: int, criteria: bool) -> Any:
     (verdict, reason, criteria) to save."""
     from rich.prompt import Confirm, Prompt
 
+    # lazy: the judge modules stay off the `harnessctl --help` path
     from harnessctl.eval.judge import RUBRIC, render_episode
 
     out.print(

@@ -95,6 +95,7 @@ def hat(
 
     Every arm is evaluated on the four suites and the real history; writes results.json, results.md
     and report.html."""
+    # lazy: the experiment package stays off the `harnessctl --help` path
     from harnessctl.experiment import hat_study, run_study
 
     with cli_errors():
@@ -137,6 +138,7 @@ def _study_command() -> str:
 
 
 def _estimate(plan: Any, as_json: bool) -> None:
+    # lazy: the experiment package stays off the `harnessctl --help` path; tests patch estimate.estimate_study
     from harnessctl.experiment.estimate import estimate_study, format_minutes
 
     err.print(f"[dim]timing a few steps of every phase of the {plan.preset} plan on this machine[/]")
@@ -166,6 +168,7 @@ def _estimate(plan: Any, as_json: bool) -> None:
             )
         out.print(evals)
     if result.hardware:
+        # lazy: the trainer stays off the `harnessctl --help` path
         from trainer.common import hardware_text
 
         out.print(f"on {hardware_text(result.hardware)}")

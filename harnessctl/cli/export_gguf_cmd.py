@@ -26,6 +26,7 @@ def model_export_gguf(
     """Write a Llama-architecture model (SmolLM2 and its adapters) as a GGUF file for llama.cpp.
 
     The file carries the chat template; `--model llamacpp:FILE` runs it (`pip install 'harnessctl[llamacpp]'`)."""
+    # lazy: the GGUF exporter stays off the `harnessctl --help` path
     from harnessctl.models.gguf_export import GGUF_TYPES, export_gguf
 
     with cli_errors():

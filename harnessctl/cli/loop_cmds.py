@@ -16,8 +16,17 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from harnessctl.eval.compare import MIN_WORSE_FOR_INTERVAL
-from harnessctl.loop.release import GATE_PER_ELEMENT, GATE_SUITE_CASES
+from harnessctl.eval.compare import GATES, MIN_WORSE_FOR_INTERVAL
+from harnessctl.eval.stats import parse_duration
+from harnessctl.eval.suites import AGENT_SUITES
+from harnessctl.harness import load_harness
+from harnessctl.harness.diff import diff_harnesses
+from harnessctl.harness.diff_view import print_diff
+from harnessctl.harness.save import save_harness
+from harnessctl.loop.edits import EditError, apply_edit, proposal_diff, read_patch
+from harnessctl.loop.release import GATE_PER_ELEMENT, GATE_SUITE_CASES, GateConfig
+from harnessctl.loop.release import release as do_release
+from harnessctl.loop.release import rollback as do_rollback
 from harnessctl.models.registry import memorised_surface
 from harnessctl.progress import progress_bars
 from harnessctl.sim.model_strings import ORACLE_BLIND as ORACLE_BLIND_NAME
@@ -64,8 +73,6 @@ def _progress(enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
 
 
 def _suites(text: str) -> list[str]:
-    from harnessctl.eval.suites import AGENT_SUITES
-
     suites = [s.strip() for s in text.split(",") if s.strip()]
     bad = [s for s in suites if s not in AGENT_SUITES]
     if bad or not suites:
@@ -74,8 +81,6 @@ def _suites(text: str) -> list[str]:
 
 
 def _duration(text: str, option: str) -> float:
-    from harnessctl.eval.stats import parse_duration
-
     try:
         return parse_duration(text)
     except ValueError as e:
@@ -96,6 +101,7 @@ def diagnose(
     as_json: JsonOpt = False,
 ) -> None:
     """Cluster a run's failures by kind, score component and harness element, ranked by impact."""
+    # lazy: the loop modules a command runs stay off the `harnessctl --help` path
     from harnessctl.loop.report import diagnose_with_report
 
     with cli_errors(ValueError):
@@ -187,12 +193,6 @@ def patch(
     The edit is in the loop's patch language: validated as a whole, then written into the harness
     folder, keeping its comments and layout. Nothing is written when any operation is wrong. Commit
     and tag it like any edit (`git commit`, `harnessctl tag`); `harnessctl diff` shows it."""
-    from harnessctl.harness import load_harness
-    from harnessctl.harness.diff import diff_harnesses
-    from harnessctl.harness.diff_view import print_diff
-    from harnessctl.harness.save import save_harness
-    from harnessctl.loop.edits import EditError, apply_edit, read_patch
-
     with cli_errors(ValueError):
         folder = resolve_harness_path(harness)
         title, ops = read_patch(patch_file)
@@ -239,6 +239,7 @@ def edit(
     """Propose harness edits for a run's failures; apply one as a commit on a new branch.
 
     Each edit is validated and shown as a semantic diff; apply one with --apply, or confirm."""
+    # lazy: the loop modules a command runs stay off the `harnessctl --help` path
     from harnessctl.loop.apply import commit_proposal
     from harnessctl.loop.propose import propose_edits
 
@@ -275,9 +276,6 @@ def edit(
 
 def _print_proposals(found: Any) -> None:
     """A run's edit proposals, each with why, its targets and its diff; then the rejected ones."""
-    from harnessctl.harness.diff_view import print_diff
-    from harnessctl.loop.edits import proposal_diff
-
     d = found.diagnosis
     out.print(
         f"[bold]run {d.run_id}[/]: {d.n_failed} failed cases, {len(d.clusters)} clusters → {len(found.proposals)} proposal(s)"
@@ -330,6 +328,7 @@ def loop(
 
     Each edit is evaluated on the failing slice, then on all suites, and kept only without a
     regression. Journaled and resumable."""
+    # lazy: the loop modules a command runs stay off the `harnessctl --help` path
     from harnessctl.loop.improve import LoopConfig, commit_best, new_loop_id, open_loop_config, run_loop
 
     with cli_errors(ValueError):
@@ -503,9 +502,6 @@ def release(
     """Gate a harness version and release it: tag it, move the production ref, write the note.
 
     Exit 1 (nothing changed) on a regression or a latency budget miss."""
-    from harnessctl.eval.compare import GATES
-    from harnessctl.loop.release import release as do_release
-
     if regression_rule not in GATES:
         fail(f"--regression-rule: expected one of {', '.join(GATES)}, got {regression_rule!r}")
     with cli_errors(ValueError):
@@ -532,8 +528,6 @@ def release(
 
 def _gate_config(p: dict[str, Any]) -> Any:
     """The gate ``release --gate`` runs, from the command's parsed options (``ctx.params``)."""
-    from harnessctl.loop.release import GateConfig
-
     if not p["model"]:
         raise CLIError("--gate needs --model: the deployed model the gate evaluates (or pass --no-gate)")
     return GateConfig(
@@ -611,8 +605,6 @@ def rollback(
     as_json: JsonOpt = False,
 ) -> None:
     """Move the production ref back to the previous release (or to --to)."""
-    from harnessctl.loop.release import rollback as do_rollback
-
     with cli_errors(ValueError):
         r = do_rollback(resolve_harness_path(harness), to)
     if as_json:
@@ -656,6 +648,7 @@ def bench_latency_cmd(
     Reports P50/P95/P99, time to first token, tokens/s and the share over budget. Exit 1 when P95 is over the budget at any level."""
     import os
 
+    # lazy: the latency bench stays off the `harnessctl --help` path
     from harnessctl.loop.bench import bench_harness, parse_concurrency
 
     with cli_errors(ValueError):

@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from harnessctl import __version__
+
 app = typer.Typer(
     name="harnessctl",
     help="Manage, evaluate and train LLM agents whose harness evolves every week.",
@@ -24,8 +26,6 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from harnessctl import __version__
-
         typer.echo(f"harnessctl {__version__}")
         raise typer.Exit()
 

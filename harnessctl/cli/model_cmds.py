@@ -22,6 +22,9 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from harnessctl.models.shipped import model_catalog
+from harnessctl.progress import progress_bars
+
 from .common import ApiBaseOpt, ApiKeyEnvOpt, JsonOpt, resolve_harness_path
 from .export_gguf_cmd import model_export_gguf
 from .output import CLIError, cli_errors, err, out, print_json
@@ -50,6 +53,7 @@ def model_fetch(
     The folder (float32 safetensors, the tokenizer with the project's chat template, BASE.json with
     the fingerprint adapters record) goes to $HARNESSCTL_CACHE/bases/NAME, else
     ~/.cache/harnessctl/bases/NAME. Nothing is downloaded from a model hub."""
+    # lazy: the base fetcher stays off the `harnessctl --help` path
     from harnessctl.models.bases import fetch_base
 
     with cli_errors():
@@ -82,6 +86,7 @@ def model_merge(
     """Write an adapter and its base as one plain Hugging Face folder (for vLLM, llama.cpp, any engine).
 
     The merged folder's train.json is the adapter's, marked merged; `local:OUT` loads it like any checkpoint."""
+    # lazy: the adapter code stays off the `harnessctl --help` path
     from harnessctl.models.adapters import merge_adapter
 
     with cli_errors():
@@ -101,8 +106,6 @@ def model_list(as_json: JsonOpt = False) -> None:
     """List the shipped models (use them as --model shipped:NAME) and the default model.
 
     Shows each model's scores, and which model commands use when no --model is given, and why."""
-    from harnessctl.models.shipped import model_catalog
-
     with cli_errors():
         catalog = model_catalog()
     if as_json:
@@ -156,6 +159,7 @@ def model_ship(
 
     Only what inference needs, its train.json and a SHIPPED.json with the study, the arm, its scores
     and the command that reproduces it. Never checkpoints or optimizer state."""
+    # lazy: the experiment package stays off the `harnessctl --help` path
     from harnessctl.experiment.ship import ship_arm
 
     with cli_errors():
@@ -224,8 +228,6 @@ def model_probe(
     the model writes: the row's skill, another listed one, a name no listing holds, another tool,
     or no call — for any model, served ones included. Rows whose replies call no tool that chooses
     from a listing are counted and left out."""
-    from harnessctl.progress import progress_bars
-
     with cli_errors():
         if split not in ("train", "validation"):
             raise CLIError(f"--split: expected train or validation, got {split!r}")

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from harnessctl.errors import HarnessctlError, Interrupted
+from harnessctl.harness.errors import HarnessError
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -112,7 +113,6 @@ def cli_errors(*bad_input: type[Exception], os_hint: str = "") -> Iterator[None]
         if isinstance(e, Interrupted):
             err.print(f"[yellow]interrupted:[/] {_escape(error_message(e))}")
             raise typer.Exit(code) from None
-        from harnessctl.harness.errors import HarnessError
 
         if isinstance(e, HarnessError):
             # the same "error:" lead as every other message; `validate` lists issues its own way

@@ -12,6 +12,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from harnessctl.models.base import reads_answer_key
+from harnessctl.models.registry import resolve_model
+from harnessctl.progress import progress_bars
+from harnessctl.sim.phrasings import load_phrasings, near_copies
+
 from .common import JsonOpt
 from .output import CLIError, cli_errors, err, out, print_json
 
@@ -41,8 +46,6 @@ def phrasings_check(
 
     Near copies of the suites' held-out messages are counted (the suites then partly measure
     them); `--strict` refuses them, for a measurement of wording the model never saw."""
-    from harnessctl.sim.phrasings import load_phrasings, near_copies
-
     with cli_errors():
         phrasings = load_phrasings(file, strict=strict)
     counts = {k: len(v) for k, v in phrasings.items()}
@@ -89,10 +92,8 @@ def phrasings_write(
     ones. Answers are cached (.harnessctl/cache/phrasings); a rerun keeps what FILE holds and asks
     only for what is missing. Exit 1 when the model wrote no usable phrasing. Review the file
     before training on it."""
+    # lazy: the augment package stays off the `harnessctl --help` path
     from harnessctl.augment.phrasing_writer import write_phrasings
-    from harnessctl.models.base import reads_answer_key
-    from harnessctl.models.registry import resolve_model
-    from harnessctl.progress import progress_bars
 
     with cli_errors(ValueError):
         wanted = [k.strip() for k in kinds.split(",") if k.strip()] if kinds else None

@@ -20,6 +20,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from harnessctl.eval.stats import parse_duration
+from harnessctl.harness import load_harness
+from harnessctl.models.base import GenerationSettings, ModelError
+from harnessctl.models.registry import TINY_MODEL_DIR, expand_model_spec, resolve_model
+from harnessctl.sim.live import live_turn
+
 from .common import (
     ApiBaseOpt,
     ApiKeyEnvOpt,
@@ -33,7 +39,7 @@ from .common import (
     choose_model,
     resolve_harness_path,
 )
-from .output import CLIError, cli_errors, err, out, print_json
+from .output import CLIError, cli_errors, err, fail, out, print_json
 
 model_app = typer.Typer(help="Build and inspect models.", no_args_is_help=True)
 
@@ -65,11 +71,6 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer one viewer message live and show every step, the score and the latency."""
-    from harnessctl.eval.stats import parse_duration
-    from harnessctl.models.base import GenerationSettings, ModelError
-    from harnessctl.models.registry import resolve_model
-    from harnessctl.sim.live import live_turn
-
     with cli_errors(LookupError, ValueError):  # an unknown product, an empty query
         path = resolve_harness_path(harness)
         spec = choose_model(model)
@@ -97,8 +98,6 @@ def run(
 
 
 def _fail_model(error: str, spec: str, api_base: str | None) -> None:
-    from .output import fail
-
     hint = ""
     if "Connection" in error or "Timeout" in error:
         hint = f"; is the server at {api_base} running? (harnessctl serve ...)" if api_base else ""
@@ -248,6 +247,7 @@ def serve(
     ] = False,
 ) -> None:
     """Serve a model over the OpenAI chat-completions API (vLLM on a GPU, else embedded)."""
+    # lazy: the server and checkpoint backends stay off the `harnessctl --help` path
     from harnessctl.models.server import serve_model
 
     with cli_errors(LookupError, ValueError):
@@ -300,8 +300,6 @@ def _print_serving(server: Any, api_key_env: str | None) -> None:
 
 def _serve_spec(model: str) -> str:
     if model.startswith("shipped:"):
-        from harnessctl.models.registry import expand_model_spec
-
         return expand_model_spec(model)
     if model == "oracle" or model.startswith("local:"):
         return model
@@ -365,8 +363,7 @@ def model_init(
     as_json: JsonOpt = False,
 ) -> None:
     """Build the tiny model from scratch, offline: tokenizer, chat template with tools, random weights."""
-    from harnessctl.harness import load_harness
-    from harnessctl.models.registry import TINY_MODEL_DIR
+    # lazy: the tiny model builder stays off the `harnessctl --help` path
     from harnessctl.models.tiny import TinyModelConfig, build_tiny_model
 
     with cli_errors():

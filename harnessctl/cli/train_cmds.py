@@ -235,6 +235,7 @@ def _print_summary(result: Any, log: list[dict[str, float]]) -> None:
     table.add_row("time", time_text)
     table.add_row("tokens/s", f"{result.tokens_per_s:.0f}")
     if result.hardware:  # a time means little without the machine: bf16 instructions alone change it by 20 %
+        # lazy: the trainer stays off the `harnessctl --help` path
         from trainer.common import hardware_text
 
         table.add_row("on", hardware_text(result.hardware))
