@@ -23,7 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer.common import TrainError, TrainResult, on_cpu, precision
+from harnessctl.augment.trajectories import chat_template_inputs
+from harnessctl.models.toolcall_text import parse_tool_calls
+from trainer.common import TrainError, TrainResult, load_model, on_cpu, precision
 from trainer.data import plan_lengths, read_chat_rows, to_dataset, token_lengths
 from trainer.distill import DistillHook, DistillRun
 
@@ -139,8 +141,6 @@ def call_turns(row: dict[str, Any]) -> list[tuple[list[dict[str, Any]], tuple[st
     >>> call_turns(row)[0][1]
     ('load_skill', 'pricing')
     """
-    from harnessctl.augment.trajectories import chat_template_inputs
-
     messages, _ = chat_template_inputs({"messages": row["messages"], "tools": row.get("tools") or []})
     out = []
     for i, message in enumerate(messages):
@@ -160,8 +160,6 @@ def first_call(text: str) -> tuple[str, str | None] | None:
     >>> first_call('<tool_call>{"name": "load_skill", "arguments": {"name": "pricing"}}</tool_call>')
     ('load_skill', 'pricing')
     """
-    from harnessctl.models.toolcall_text import parse_tool_calls
-
     _, calls, _ = parse_tool_calls(text)
     if not calls:
         return None
@@ -268,8 +266,6 @@ def heldout_check_seconds(cfg: Any, model_dir: Path, rows: int) -> float:
     """Seconds one check of ``rows`` of ``cfg``'s held-out rows takes ``model_dir``'s model (the
     loss, and with ``heldout_calls`` the call match), timed on a second check of the rows there
     are (the first carries the warm-up) and scaled to ``rows``: a probe's dataset holds fewer."""
-    from trainer.common import load_model
-
     model, tokenizer = load_model(model_dir, cfg)
     positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
     scorer = HeldoutScorer.from_path(cfg.heldout, cfg.heldout_rows, tokenizer, cfg, positions)
