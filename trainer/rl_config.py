@@ -31,7 +31,12 @@ class RLStageConfig(TrainConfig):
     cases: int = field(default=200, metadata={"help": "Training cases generated for the rollouts."})
     case_seed: int = field(default=7, metadata={"help": "Seed of the training cases (disjoint from eval suites)."})
     num_generations: int = field(default=4, metadata={"help": "Episodes per prompt group (GRPO's group size)."})
-    hsa: bool = field(default=True, metadata={"help": "A fresh HSA variant per prompt group; False: the harness."})
+    hsa: bool = field(
+        default=True,
+        metadata={
+            "help": "A fresh HSA variant per prompt group; off: every episode under the harness itself (the ablation)."
+        },
+    )
     hsa_ops: str = field(default="", metadata={"help": "Operator families for the variants (empty: all)."})
     hsa_strength: float = field(default=0.5, metadata={"help": "How much each operator changes, 0..1."})
     fault_rate: float = field(default=0.1, metadata={"help": "Share of tool calls the simulator fails."})

@@ -1,7 +1,8 @@
 """``harnessctl train base|sft|distill|rl``: the bundled trainer's stages (HAT), a thin layer over
-:mod:`trainer` (imported inside the command: torch, transformers and TRL stay optional).
+:mod:`trainer` (its stages imported inside the command: torch, transformers and TRL stay optional).
 
-Every config field can be set: the common ones have options, any other with ``--set FIELD=VALUE``
+Every config field can be set: the common ones have options, whose help (and shown default) is the
+field's own metadata (:func:`field_option`), any other with ``--set FIELD=VALUE``
 (repeatable); ``--config FILE`` (or a shipped name such as ``tiny-cpu``) sets them first.
 ``--resume`` continues from the last checkpoint under ``--out``; Ctrl-C writes a resumable checkpoint
 and exits 130; ``--eval livestream,variant --eval-limit N`` evaluates the result.
@@ -9,11 +10,16 @@ and exits 130; ``--eval livestream,variant --eval-limit N`` evaluates the result
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+
+from trainer.config import parse_set
+from trainer.required import check_inputs
+from trainer.stage_configs import CONFIG_CLASSES, config_class, load_config
 
 from .common import checkpoint_folder
 from .output import CLIError, cli_errors, err, out, print_json
@@ -21,6 +27,26 @@ from .output import CLIError, cli_errors, err, out, print_json
 train_app = typer.Typer(
     help="Train the compact model: the HAT stages on TRL (base, sft, distill, rl).", no_args_is_help=True
 )
+#: Below each stage's options: what --model and --teacher accept, and how to set any other field.
+EPILOG = (
+    "--model and --teacher take a folder, local:PATH or shipped:NAME (e.g. shipped:hat); "
+    "any other field: --set FIELD=VALUE (`python -m trainer.STAGE --help` lists them)."
+)
+
+
+def field_option(stage: str, name: str, *decls: str, **kwargs: Any) -> Any:
+    """A ``typer.Option`` for the field ``name`` of the core's ``stage`` config: its help is the
+    field's metadata (written once, shown by ``python -m trainer.STAGE --help`` too), the default
+    shown the field's. Reads :data:`~trainer.stage_configs.CONFIG_CLASSES`, which loads no extension.
+
+    >>> field_option("sft", "max_steps", "--max-steps").help
+    'Optimizer steps to run.'
+    """
+    field = next(f for f in dataclasses.fields(CONFIG_CLASSES[stage]) if f.name == name)
+    default = field.default
+    shown = (f"--{name}" if default else f"--no-{name}") if isinstance(default, bool) else str(default)
+    return typer.Option(*decls, help=field.metadata["help"], show_default=shown or False, **kwargs)
+
 
 ConfigOpt = Annotated[
     str | None,
@@ -30,44 +56,31 @@ ConfigOpt = Annotated[
         help="Config file, or a shipped one: smollm2-cpu (LoRA on the pretrained base), tiny-cpu, lora-8b-1gpu, multi-gpu. Without it, the built-in defaults (trainer/config.py and the stage's trainer/STAGE_config.py), which are not tiny-cpu's.",
     ),
 ]
-OutOpt = Annotated[
-    Path | None, typer.Option("--out", "-o", help="Output folder: checkpoints, the final model, train.json.")
-]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option("--model", "-m", help="Starting checkpoint: a folder, local:PATH or shipped:NAME (e.g. shipped:hat)."),
-]
-StepsOpt = Annotated[int | None, typer.Option("--max-steps", min=1, help="Optimizer steps.")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of data order, sampling and initialisation.")]
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="Any config field: --set learning_rate=1e-4 (repeatable).")
 ]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint under --out.")]
-EvalOpt = Annotated[str | None, typer.Option("--eval", help="Suites to evaluate at the end, e.g. livestream,variant.")]
-EvalLimitOpt = Annotated[
-    int | None, typer.Option("--eval-limit", min=1, help="Cases per suite in the final evaluation.")
-]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the final summary as one JSON object on stdout.")]
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(train_app, name="train")
-    train_app.command("base")(base)
-    train_app.command("sft")(sft)
-    train_app.command("distill")(distill)
-    train_app.command("rl")(rl)
+    train_app.command("base", epilog=EPILOG)(base)
+    train_app.command("sft", epilog=EPILOG)(sft)
+    train_app.command("distill", epilog=EPILOG)(distill)
+    train_app.command("rl", epilog=EPILOG)(rl)
 
 
 def base(
-    out_dir: OutOpt = None,
-    model: ModelOpt = None,
+    out_dir: Annotated[Path | None, field_option("base", "out", "--out", "-o")] = None,
+    model: Annotated[str | None, field_option("base", "model", "--model", "-m")] = None,
     config: ConfigOpt = None,
-    max_steps: StepsOpt = None,
-    seed: SeedOpt = None,
+    max_steps: Annotated[int | None, field_option("base", "max_steps", "--max-steps", min=1)] = None,
+    seed: Annotated[int | None, field_option("base", "seed", "--seed")] = None,
     set_: SetOpt = None,
     resume: ResumeOpt = False,
-    eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None,
+    eval_suites: Annotated[str | None, field_option("base", "eval_suites", "--eval")] = None,
+    eval_limit: Annotated[int | None, field_option("base", "eval_limit", "--eval-limit", min=1)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stage 0: a base model from scratch on the general corpus (skipped with a pretrained model)."""
@@ -87,18 +100,16 @@ def base(
 
 
 def sft(
-    data: Annotated[
-        Path | None, typer.Option("--data", "-d", help="Dataset folder from `augment --trajectories`.")
-    ] = None,
-    out_dir: OutOpt = None,
-    model: ModelOpt = None,
+    data: Annotated[Path | None, field_option("sft", "data", "--data", "-d")] = None,
+    out_dir: Annotated[Path | None, field_option("sft", "out", "--out", "-o")] = None,
+    model: Annotated[str | None, field_option("sft", "model", "--model", "-m")] = None,
     config: ConfigOpt = None,
-    max_steps: StepsOpt = None,
-    seed: SeedOpt = None,
+    max_steps: Annotated[int | None, field_option("sft", "max_steps", "--max-steps", min=1)] = None,
+    seed: Annotated[int | None, field_option("sft", "seed", "--seed")] = None,
     set_: SetOpt = None,
     resume: ResumeOpt = False,
-    eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None,
+    eval_suites: Annotated[str | None, field_option("sft", "eval_suites", "--eval")] = None,
+    eval_limit: Annotated[int | None, field_option("sft", "eval_limit", "--eval-limit", min=1)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stage 1 (HSA-SFT): assistant-only SFT on harness-augmented trajectories."""
@@ -119,21 +130,17 @@ def sft(
 
 
 def distill(
-    teacher: Annotated[
-        str | None, typer.Option("--teacher", "-t", help="Teacher: the base checkpoint before domain training.")
-    ] = None,
-    prompts: Annotated[
-        Path | None, typer.Option("--prompts", help="JSONL of general prompts (default: the project's own).")
-    ] = None,
-    out_dir: OutOpt = None,
-    model: ModelOpt = None,
+    teacher: Annotated[str | None, field_option("distill", "teacher", "--teacher", "-t")] = None,
+    prompts: Annotated[Path | None, field_option("distill", "prompts", "--prompts")] = None,
+    out_dir: Annotated[Path | None, field_option("distill", "out", "--out", "-o")] = None,
+    model: Annotated[str | None, field_option("distill", "model", "--model", "-m")] = None,
     config: ConfigOpt = None,
-    max_steps: StepsOpt = None,
-    seed: SeedOpt = None,
+    max_steps: Annotated[int | None, field_option("distill", "max_steps", "--max-steps", min=1)] = None,
+    seed: Annotated[int | None, field_option("distill", "seed", "--seed")] = None,
     set_: SetOpt = None,
     resume: ResumeOpt = False,
-    eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None,
+    eval_suites: Annotated[str | None, field_option("distill", "eval_suites", "--eval")] = None,
+    eval_limit: Annotated[int | None, field_option("distill", "eval_limit", "--eval-limit", min=1)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stage 2: on-policy distillation (reverse KL) to the base model on general prompts."""
@@ -155,19 +162,17 @@ def distill(
 
 
 def rl(
-    no_hsa: Annotated[bool, typer.Option("--no-hsa", help="Ablation: every episode under the harness itself.")] = False,
-    harness: Annotated[
-        Path | None, typer.Option("--harness", "-H", help="Harness folder the episodes run under.")
-    ] = None,
-    out_dir: OutOpt = None,
-    model: ModelOpt = None,
+    hsa: Annotated[bool | None, field_option("rl", "hsa", "--hsa/--no-hsa")] = None,
+    harness: Annotated[Path | None, field_option("rl", "harness", "--harness", "-H")] = None,
+    out_dir: Annotated[Path | None, field_option("rl", "out", "--out", "-o")] = None,
+    model: Annotated[str | None, field_option("rl", "model", "--model", "-m")] = None,
     config: ConfigOpt = None,
-    max_steps: StepsOpt = None,
-    seed: SeedOpt = None,
+    max_steps: Annotated[int | None, field_option("rl", "max_steps", "--max-steps", min=1)] = None,
+    seed: Annotated[int | None, field_option("rl", "seed", "--seed")] = None,
     set_: SetOpt = None,
     resume: ResumeOpt = False,
-    eval_suites: EvalOpt = None,
-    eval_limit: EvalLimitOpt = None,
+    eval_suites: Annotated[str | None, field_option("rl", "eval_suites", "--eval")] = None,
+    eval_limit: Annotated[int | None, field_option("rl", "eval_limit", "--eval-limit", min=1)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stage 3 (HSA-RL): GRPO over whole simulator episodes, a fresh harness variant per prompt group."""
@@ -177,7 +182,7 @@ def rl(
         set_,
         resume,
         as_json,
-        hsa=False if no_hsa else None,
+        hsa=hsa,
         harness=harness,
         out=out_dir,
         model=model,
@@ -190,15 +195,6 @@ def rl(
 
 def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool, as_json: bool, **options: Any) -> None:
     with cli_errors():
-        try:
-            from trainer.config import parse_set
-            from trainer.required import check_inputs
-            from trainer.stage_configs import config_class, load_config
-            from trainer.stages import run_stage
-        except ImportError as e:
-            raise CLIError(
-                f"the trainer needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
-            ) from None
         overrides: dict[str, Any] = dict(parse_set(item) for item in sets or [])
         for name in config_class(stage).checkpoint_fields:  # checkpoints like --teacher: local:PATH, shipped:NAME
             if overrides.get(name):
@@ -211,7 +207,14 @@ def _train(stage: str, config: str | None, sets: list[str] | None, resume: bool,
             }
         )
         cfg = load_config(stage, config, overrides)
-        check_inputs(stage, cfg)  # every missing option in one message, before torch loads
+        check_inputs(stage, cfg)  # every missing option in one message, before the stages (and torch) load
+        try:
+            # lazy: the stages import the data and episode code (about 75 ms), torch later when they run
+            from trainer.stages import run_stage
+        except ImportError as e:
+            raise CLIError(
+                f"the trainer needs the train extra ({e.name} is missing): pip install 'harnessctl[train]'"
+            ) from None
         result = run_stage(stage, cfg, resume=resume, progress=not as_json)
     summary = result.to_dict()
     log = summary.pop("log", [])
