@@ -126,7 +126,7 @@ def main() -> int:
         print(f"   {name:16s} {rate:6.1f}")
 
     print("\n3. oracle vs oracle-blind: pass rate % (passed/cases)")
-    resolver = HarnessResolver(HARNESS)
+    resolver = HarnessResolver(HARNESS, EVALS)  # the variant suite's frozen variants, as `harnessctl eval` loads them
     for suite in AGENT_SUITES:
         items = sample(load_suite(suite, EVALS), args.limit)
         a, b = pass_rates(items, "oracle", resolver), pass_rates(items, "oracle-blind", resolver)

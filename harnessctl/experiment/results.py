@@ -111,7 +111,7 @@ def _stale_names(store: Any, variant: list[Any], items: dict[tuple[str, str], An
         return None
 
     config = store.manifest.get("config") or {}
-    return stale_name_use(variant, FormerNameIndex(config.get("harness_path"), items))
+    return stale_name_use(variant, FormerNameIndex(config.get("harness_path"), items, config.get("evals_dir", "evals")))
 
 
 def _on_screen(by_suite: dict[str, list[Any]], items: dict[tuple[str, str], Any]) -> dict[str, dict[str, int]] | None:

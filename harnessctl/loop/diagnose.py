@@ -137,11 +137,12 @@ def diagnose_run(
     config = manifest.get("config") or {}
     if harness is None:
         harness = _load_harness(config.get("harness_path"))
-    items = load_run_items(store.root, config.get("evals_dir", "evals"), {r.suite for r in store.results()})
+    evals_dir = config.get("evals_dir", "evals")
+    items = load_run_items(store.root, evals_dir, {r.suite for r in store.results()})
     return diagnose_results(
         store.results(),
         cases={k: item.case for k, item in items.items()},
-        former=FormerNameIndex(config.get("harness_path"), items).for_case,
+        former=FormerNameIndex(config.get("harness_path"), items, evals_dir).for_case,
         harness=harness,
         run_id=store.run_id,
         model=manifest.get("model"),

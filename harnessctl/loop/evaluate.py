@@ -172,7 +172,7 @@ async def aevaluate_items(
         runs_dir=str(runs_dir),
         max_tokens=max_tokens,
     )
-    resolver = HarnessResolver(harness_path)
+    resolver = HarnessResolver(harness_path, evals_dir)  # frozen held-out variants where they fit
     harness = resolver.get(None)
     for v in items.values():
         for item in v:
@@ -185,7 +185,7 @@ async def aevaluate_items(
             raise ValueError(f"{root}: holds a run of other cases; remove it or choose another run id")
         store.repair()
     else:
-        manifest = build_manifest(config, items, harness)
+        manifest = build_manifest(config, items, harness, resolver.variant_record())
         manifest["suite"] = "+".join(items)
         store = RunStore.create(runs_dir, manifest, run_id=run_id)
         for suite, v in items.items():

@@ -306,7 +306,7 @@ def _diagnosis(run: LoopRun, harness: Any, config: LoopConfig) -> Any:
         run_id=run.run_id,
         model=config.model,
         # names from the harness's own versions: a model that still uses last week's names
-        former=FormerNameIndex(config.harness_dir, items).for_case,
+        former=FormerNameIndex(config.harness_dir, items, config.evals_dir).for_case,
     )
 
 

@@ -164,14 +164,20 @@ class FormerNameIndex:
     case's own harness (a variant, a revision) rebuilt, only when an episode used a name its
     harness did not know.
 
-    >>> index = FormerNameIndex("harnesses/livecommerce", items)      # doctest: +SKIP
+    >>> index = FormerNameIndex("harnesses/livecommerce", items, evals_dir="evals")      # doctest: +SKIP
     >>> index.for_case("variant", "var-0001")[("tool", "stock_check")].version  # doctest: +SKIP
     'v3'
     """
 
-    def __init__(self, harness_path: str | Path | None, items: dict[tuple[str, str], Any] | None = None):
+    def __init__(
+        self,
+        harness_path: str | Path | None,
+        items: dict[tuple[str, str], Any] | None = None,
+        evals_dir: str | Path | None = None,
+    ):
         self.harness_path = Path(harness_path) if harness_path else None
         self.items = items or {}
+        self.evals_dir = evals_dir  # a variant case's harness: its frozen file there, as the run loaded it
         self._history: list[tuple[str, Any]] | None = None
         self._resolver: Any = None  # one resolver: the run's harness is loaded once for every spec
         self._by_spec: dict[str, dict[tuple[str, str], FormerName]] = {}
@@ -190,7 +196,7 @@ class FormerNameIndex:
     def _build(self, spec: dict[str, Any]) -> dict[tuple[str, str], FormerName]:
         if self._history is None:
             self._history = harness_history(self.harness_path)
-            self._resolver = HarnessResolver(self.harness_path)
+            self._resolver = HarnessResolver(self.harness_path, self.evals_dir)
         try:
             base = self._resolver.get(None)
             current = self._resolver.get(spec) if spec else base

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+import harnessctl.augment.variants as augment_variants
 from harnessctl.eval.store import RunStore
+from harnessctl.eval.suites import load_suite
 from harnessctl.loop.evaluate import evaluate_items, standard_items
 from harnessctl.models.base import ModelError
 from harnessctl.sim.oracle import OracleModel
@@ -60,3 +64,29 @@ def test_a_slice_of_cases_under_its_own_suite_name_is_an_ordinary_run_and_errore
     latest = {r.case_id: r for r in RunStore.open(second.store.root).results()}
     assert len(latest) == 6 and not any(r.error for r in latest.values())
     assert second.summary["errors"] == 0 and set(second.scores()) == {"livestream", "failing-slice"}
+
+
+@pytest.fixture
+def no_hsa(monkeypatch):
+    """HSA refuses to run: a held-out variant made during the test is a failure."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("make_variant ran: the variant should have been loaded from its frozen file")
+
+    monkeypatch.setattr(augment_variants, "make_variant", refuse)
+
+
+def test_a_loop_run_of_held_out_variants_loads_the_frozen_ones_and_its_manifest_says_so(tmp_path, no_hsa):
+    variant = [i for i in load_suite("variant", EVALS) if (i.harness or {}).get("kind") == "variant"][:4]
+    run = evaluate_items(
+        {"variant": variant},
+        model="oracle",
+        backend=OracleModel(),
+        harness_path=LIVECOMMERCE,
+        runs_dir=tmp_path,
+        run_id="held-out",
+        evals_dir=EVALS,
+    )
+    record = run.summary["variants"]
+    assert record["frozen"] == len({i.harness["id"] for i in variant}) and record["regenerated"] == 0
+    assert run.store.manifest["variants"] == record  # written before the cases ran, as the summary says after

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from harnessctl.eval.suites import load_suite
 from harnessctl.harness import load_harness
 from harnessctl.loop.failures import FailureItem
 from harnessctl.loop.stale import (
     FormerName,
+    FormerNameIndex,
     StaleCall,
     former_names,
     relabel_stale,
@@ -235,3 +237,14 @@ def test_a_version_that_no_longer_loads_is_left_out_of_the_history_not_an_error(
     versions = [v for v, _ in harness_history(h)]
     assert "v9" not in versions and versions == ["v3"]
     assert harness_history(tmp_path / "nowhere") == []
+
+
+@pytest.mark.parametrize(("evals_dir", "source"), [(EVALS, "frozen"), (None, "regenerated")])
+def test_the_former_names_of_a_variant_case_come_from_its_frozen_variant_where_one_is_given(evals_dir, source):
+    item = next(i for i in load_suite("variant", EVALS) if (i.harness or {}).get("kind") == "variant")
+    index = FormerNameIndex(LIVECOMMERCE, {("variant", item.id): item}, evals_dir)
+    index.for_case("variant", item.id)
+    how = index._resolver.variants[item.harness["id"]]
+    assert how["source"] == source
+    if evals_dir is None:
+        assert "no suites folder" in how["why"]
