@@ -20,8 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harnessctl.harness import load_harness
 from harnessctl.harness.fileio import atomic_write
+from harnessctl.harness.store import HarnessStore
 from harnessctl.sim.case import Case
+from harnessctl.sim.cases import generate_cases
 from harnessctl.sim.task import FAULT_KINDS
 
 from . import ifeval as ifeval_mod
@@ -37,6 +40,16 @@ from .suites import (
     file_sha256,
     suite_path,
     write_suite,
+)
+from .variants import (
+    OPERATOR_FAMILIES,
+    VARIANTS_DIR,
+    binding_constraints,
+    freeze_variant,
+    frozen_path,
+    frozen_text,
+    variant_spec,
+    variant_specs,
 )
 
 #: The shipped history the variant suite replays (the current version is the livestream suite).
@@ -55,8 +68,6 @@ MESSAGE_SIDES = ("eval", "train")
 
 
 def _generate(n: int, seed: int, suite: str, messages: str = "eval", **kwargs: Any) -> list[Case]:
-    from harnessctl.sim.cases import generate_cases
-
     return list(generate_cases(n, seed, suite=suite, messages=messages, **kwargs))
 
 
@@ -98,10 +109,6 @@ def build_variant(
     A variant case stores the variant's spec — seed, operators, strength, split; the harness
     it describes is frozen beside the suite by :func:`freeze_variants`.
     """
-    from harnessctl.harness.store import HarnessStore
-
-    from .variants import OPERATOR_FAMILIES, binding_constraints, variant_spec
-
     rng = random.Random(seed)
     n_history = n // 8
     n_hsa = n - n_history
@@ -150,8 +157,6 @@ def freeze_variants(harness: Any, items: list[SuiteItem]) -> dict[str, str]:
     >>> freeze_variants(None, [])
     {}
     """
-    from .variants import freeze_variant, frozen_path, frozen_text, variant_specs
-
     return {
         frozen_path(spec_id, ".").name: frozen_text(freeze_variant(harness, spec))
         for spec_id, spec in variant_specs(items).items()
@@ -167,8 +172,6 @@ def write_frozen_variants(files: dict[str, str], evals_dir: str | Path) -> Path:
     >>> [p.name for p in folder.iterdir()]
     ['heldout-tools-1.json']
     """
-    from .variants import VARIANTS_DIR
-
     folder = Path(evals_dir) / VARIANTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -237,8 +240,6 @@ def build_all(
     ``evals/suites.json``; returns the index. ``messages="train"``
     builds the control suites (viewer messages from the training side's templates), recorded as
     such in the index so that a run on them is never compared with a run on the real suites."""
-    from harnessctl.harness import load_harness
-
     if messages not in MESSAGE_SIDES:
         raise ValueError(f"messages must be one of {', '.join(MESSAGE_SIDES)}, got {messages!r}")
     names = suites or list(SUITES)

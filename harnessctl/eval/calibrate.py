@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessctl.models.registry import resolve_model
+
 from .judge import Judge, PairwiseVerdict, Verdict
 from .labels import Label, LabelError, read_labels
 from .stats import Interval, binary_rates, bootstrap, cohen_kappa
@@ -207,8 +209,6 @@ def calibrate_labels(
     >>> rep.kappa.value                                                                          # doctest: +SKIP
     0.71
     """
-    from harnessctl.models.registry import resolve_model
-
     rows = read_labels(labels_path)
     if not rows:
         raise LabelError(

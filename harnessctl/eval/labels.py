@@ -18,6 +18,7 @@ file can be shared without the run it came from)::
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from harnessctl.errors import HarnessctlError
 from harnessctl.sim.jsonl import read_jsonl
 
 from .results import CaseResult
+from .store import RunStore
 
 LABELS_SCHEMA_VERSION = 1
 
@@ -169,10 +171,6 @@ def open_label_session(
 ) -> LabelSession:
     """The labelling of ``run`` (an id under ``runs_dir``, or its folder) into ``out_file``: the
     episodes it has no label for yet (see :func:`pending`); ``labeler`` defaults to ``$USER``."""
-    import os
-
-    from .store import RunStore
-
     store = RunStore.open(run, runs_dir)
     todo = pending(store.run_id, store.results(), out_file)
     return LabelSession(store.run_id, todo, Path(out_file), labeler or os.environ.get("USER", ""))

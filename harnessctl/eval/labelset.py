@@ -26,9 +26,13 @@ import re
 from typing import Any
 
 from harnessctl.models.base import reads_answer_key
+from harnessctl.models.registry import resolve_model
 from harnessctl.models.types import ModelResponse
+from harnessctl.runtime.loop import run_episode
 
 from .labels import Label, compact_episode
+from .runner import HarnessResolver
+from .suites import load_suite, sample
 
 #: Words that make a health claim about a product.
 _MEDICAL = re.compile(
@@ -225,12 +229,6 @@ def build_labelset(
     """Run the episodes and label them (see the module docstring). Deterministic: the cases are
     taken from the committed suites at fixed strides, every policy is deterministic and the
     recorded timings are zeroed."""
-    from harnessctl.models.registry import resolve_model
-    from harnessctl.runtime.loop import run_episode
-
-    from .runner import HarnessResolver
-    from .suites import load_suite, sample
-
     oracle = resolve_model("oracle")
     resolver = HarnessResolver(harness_path, evals_dir)
     labels: list[Label] = []

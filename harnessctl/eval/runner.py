@@ -35,6 +35,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from harnessctl.harness import load_harness
+from harnessctl.harness.render import render_harness
+from harnessctl.harness.store import HarnessStore
 from harnessctl.models.base import GenerationSettings, ModelError, agenerate, cacheable
 from harnessctl.models.registry import answers_instructions, memorised_surface, resolve_model, runs_checkpoint
 from harnessctl.runtime.loop import arun_episode
@@ -273,7 +276,7 @@ class HarnessResolver:
     def variant_record(self) -> dict[str, Any]:
         """What a run records about its variants: counts ``frozen`` / ``regenerated`` and each one's
         entry (empty when no case ran under a held-out variant)."""
-        from .variants import provenance
+        from .variants import provenance  # lazy: eval.variants (and HSA) stay off `harnessctl --help` start-up
 
         return provenance(self.variants) if self.variants else {}
 
@@ -285,8 +288,6 @@ class HarnessResolver:
 
     def rendered(self, spec: dict[str, Any] | None) -> Any:
         """The harness rendered once (system prompt + tool specs), shared by its cases."""
-        from harnessctl.harness.render import render_harness
-
         key = json.dumps(spec or {}, sort_keys=True)
         if key not in self._rendered:
             self._rendered[key] = render_harness(self.get(spec))
@@ -295,15 +296,11 @@ class HarnessResolver:
     def _build(self, spec: dict[str, Any]) -> Any:
         kind = spec.get("kind", "shipped")
         if kind == "shipped":
-            from harnessctl.harness import load_harness
-
             return load_harness(self.harness_path)
         if kind == "rev":
-            from harnessctl.harness.store import HarnessStore
-
             return HarnessStore(self.harness_path).resolve(str(spec["rev"])).harness
         if kind == "variant":
-            from .variants import obtain_variant
+            from .variants import obtain_variant  # lazy: as in variant_record
 
             harness, how = obtain_variant(self.get(spec.get("base")), spec, self.evals_dir)
             self.variants[str(spec.get("id"))] = how
@@ -575,6 +572,7 @@ def make_backend(config: EvalConfig, backend: Any | None = None) -> EvalBackend:
         key_unset = config.api_key_env is not None and not os.environ.get(config.api_key_env)
         if config.api_base and not runs_checkpoint(config.model) and not key_unset:  # an unset key is said first
             # a dead endpoint is told now, not after the seconds litellm takes to load
+            # lazy: litellm's backend module is off start-up; only a run with an api_base needs it
             from harnessctl.models.litellm_backend import check_reachable
 
             check_reachable(config.model, config.api_base)

@@ -27,6 +27,7 @@ from harnessctl.harness.fileio import atomic_write
 from harnessctl.sim.jsonl import read_jsonl
 
 from .results import CaseResult
+from .summary import summarize
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -293,8 +294,6 @@ def list_runs(runs_dir: str | Path = "runs") -> list[dict[str, Any]]:
     >>> list_runs("/nonexistent")
     []
     """
-    from .summary import summarize
-
     runs_dir = Path(runs_dir)
     if runs_dir.exists() and not runs_dir.is_dir():
         raise RunError(

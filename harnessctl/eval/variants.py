@@ -29,11 +29,18 @@ policy fitted to the source harness fails.
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
 
-from .suites import SuiteError
+from harnessctl.augment import feasibility
+from harnessctl.augment import variants as hsa  # make_variant looked up when called: a replacement takes effect
+from harnessctl.harness import build_harness
+from harnessctl.harness.save import render_harness_files
+from harnessctl.harness.yamlio import parse_yaml_data
+
+from .suites import SuiteError, file_sha256
 
 #: HSA's five operator families, in the order the issue lists them.
 OPERATOR_FAMILIES = ("skills", "skill_content", "tools", "prompt", "hooks")
@@ -78,11 +85,7 @@ def binding_constraints(base: Any, seed: int) -> dict[str, float]:
     ``max_reply_chars`` within 10 characters of its feasibility floor, ``max_emojis`` at its
     minimum. A policy that fits its replies to the source harness breaks them; one that reads
     the variant does not (the floors are measured with the oracle)."""
-    import random
-
-    from harnessctl.augment.feasibility import feasible_floors
-
-    floors = feasible_floors(base)
+    floors = feasibility.feasible_floors(base)
     out: dict[str, float] = {}
     cons = base.prompt.constraints
     if "max_reply_chars" in cons:
@@ -97,9 +100,7 @@ def binding_constraints(base: Any, seed: int) -> dict[str, float]:
 def regenerate_variant(base: Any, spec: dict[str, Any]) -> Any:
     """The variant harness a spec describes, regenerated from ``base`` by HSA (then its
     ``bind`` constraint values set, clamped into each constraint's range)."""
-    from harnessctl.augment.variants import make_variant
-
-    variant = make_variant(
+    variant = hsa.make_variant(
         base,
         seed=int(spec["seed"]),
         ops=list(spec["ops"]),
@@ -137,18 +138,13 @@ def rebuild_command(evals_dir: str | Path = "evals") -> str:
 
 def harness_fingerprint(h: Any) -> str:
     """A content hash of a harness, its folder left out (the one HSA records for its sources)."""
-    from harnessctl.augment.feasibility import harness_fingerprint as fingerprint
-
-    return fingerprint(h)
+    return feasibility.harness_fingerprint(h)
 
 
 def harness_documents(h: Any) -> dict[str, dict[str, Any]]:
     """The documents of a harness folder — ``harness.yaml``, ``prompt.yaml``, ``hooks.yaml``,
     ``skills/*.yaml``, ``tools/*.yaml`` — as plain data, by relative path in load order; they
     are what :func:`harnessctl.harness.build_harness` builds a harness from."""
-    from harnessctl.harness.save import render_harness_files
-    from harnessctl.harness.yamlio import parse_yaml_data
-
     return {rel: parse_yaml_data(text, rel) for rel, text in render_harness_files(h).items()}
 
 
@@ -156,8 +152,6 @@ def freeze_variant(base: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """The frozen form of the variant ``spec`` describes: regenerated from ``base`` once, its
     harness documents with the fingerprints of the variant and of its source. Refuses a variant
     whose documents do not build back to the same harness (it could not be frozen faithfully)."""
-    from harnessctl.harness import build_harness
-
     variant = regenerate_variant(base, spec)
     docs = harness_documents(variant)
     fingerprint = harness_fingerprint(variant)
@@ -230,8 +224,6 @@ def thaw_variant(
     """The harness of a checked frozen variant (``root``: the folder its skill files are served
     from, the source harness's); its fingerprint must be the one recorded, or the file was edited
     or damaged: :class:`FrozenVariantError`."""
-    from harnessctl.harness import build_harness
-
     try:
         h = build_harness(doc["documents"], root=root)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -255,8 +247,6 @@ def obtain_variant(base: Any, spec: dict[str, Any], evals_dir: str | Path | None
     if evals_dir is None or "id" not in spec:
         why = "no suites folder to read frozen variants from" if evals_dir is None else "the spec names no id"
         return regenerate_variant(base, spec), {"source": REGENERATED, "why": why}
-    from .suites import file_sha256
-
     path = frozen_path(str(spec["id"]), evals_dir)
     doc = read_frozen(path, spec, evals_dir)
     frozen_from, here = doc["source"]["fingerprint"], harness_fingerprint(base)
