@@ -1,9 +1,9 @@
 """``harnessctl train base|sft|distill|rl``: the bundled trainer's stages (HAT), a thin layer over
 :mod:`trainer` (its stages imported inside the command: torch, transformers and TRL stay optional).
 
-Every config field can be set: the common ones have options, whose help (and shown default) is the
-field's own metadata (:func:`field_option`), any other with ``--set FIELD=VALUE``
-(repeatable); ``--config FILE`` (or a shipped name such as ``tiny-cpu``) sets them first.
+Every config field can be set: the common ones with options (their help and the default shown are
+the field's metadata: :func:`field_option`), any other with ``--set FIELD=VALUE`` (repeatable);
+``--config FILE`` (or a shipped name such as ``tiny-cpu``) sets them first.
 ``--resume`` continues from the last checkpoint under ``--out``; Ctrl-C writes a resumable checkpoint
 and exits 130; ``--eval livestream,variant --eval-limit N`` evaluates the result.
 """
