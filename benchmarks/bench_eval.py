@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -32,6 +33,7 @@ sys.path.insert(0, str(REPO))
 from harnessctl.eval import ifeval  # noqa: E402
 from harnessctl.eval.runner import EvalConfig, run_eval  # noqa: E402
 from harnessctl.eval.suites import suite_path  # noqa: E402
+from harnessctl.models.types import ModelResponse  # noqa: E402
 
 
 def serve_stub(latency_s: float) -> None:
@@ -81,7 +83,31 @@ def bench_litellm_alone(url: str, calls: int, jobs: int, latency_s: float) -> di
 
     asyncio.run(run(jobs))  # warm-up
     wall = asyncio.run(run(calls))
-    return {"calls": calls, "wall_s": round(wall, 3), "share_of_ideal": round(calls * latency_s / jobs / wall, 3)}
+    return {"calls": calls, "wall_s": round(wall, 3), "share_of_ideal": _share_of_ideal(calls, latency_s, jobs, wall)}
+
+
+def _eval_config(suite: str, limit: int, jobs: int, runs_dir: str, **model: str) -> EvalConfig:
+    """The benchmark's eval run of ``limit`` cases; ``model``: ``model=`` and, served, ``api_base=``."""
+    return EvalConfig(
+        suites=[suite],
+        jobs=jobs,
+        limit=limit,
+        cache=False,
+        evals_dir=str(REPO / "evals"),
+        runs_dir=runs_dir,
+        harness_path=str(REPO / "harnesses" / "livecommerce"),
+        **model,
+    )
+
+
+def _model_calls(outcome) -> int:
+    """Every model call of every episode, as the records show them."""
+    return sum(len((r.record or {}).get("model_steps") or []) for r in outcome.store.results())
+
+
+def _share_of_ideal(calls: int, latency_s: float, jobs: int, wall_s: float) -> float:
+    """The share of the ideal (every call overlapped perfectly: ``calls * latency / jobs``) reached."""
+    return round(calls * latency_s / jobs / wall_s, 3)
 
 
 class _SleepingModel:
@@ -100,10 +126,6 @@ class _SleepingModel:
         raise RuntimeError("the runner-alone baseline runs on the async path only")
 
     async def agenerate(self, messages, tools, settings):
-        import asyncio
-
-        from harnessctl.models.types import ModelResponse
-
         await asyncio.sleep(self.latency_s)
         return ModelResponse(
             content="Thanks for asking! Let me check that for you.",
@@ -116,23 +138,13 @@ class _SleepingModel:
 
 def bench_runner_alone(suite: str, cases: int, jobs: int, latency_s: float, tmp: str) -> dict:
     """The second baseline: the same cases through the runner with :class:`_SleepingModel`."""
-    cfg = EvalConfig(
-        suites=[suite],
-        model="sleeping-stub",
-        jobs=jobs,
-        limit=cases,
-        cache=False,
-        evals_dir=str(REPO / "evals"),
-        runs_dir=tmp,
-        harness_path=str(REPO / "harnesses" / "livecommerce"),
-    )
     model = _SleepingModel(latency_s)
-    run_eval(cfg, backend=model)  # warm-up
+    run_eval(_eval_config(suite, jobs, jobs, tmp, model=model.name), backend=model)  # warm-up
     t0 = time.perf_counter()
-    outcome = run_eval(cfg, backend=model)
+    outcome = run_eval(_eval_config(suite, cases, jobs, tmp, model=model.name), backend=model)
     wall = time.perf_counter() - t0
-    calls = sum(len((r.record or {}).get("model_steps") or []) for r in outcome.store.results())
-    return {"calls": calls, "wall_s": round(wall, 3), "share_of_ideal": round(calls * latency_s / jobs / wall, 3)}
+    calls = _model_calls(outcome)
+    return {"calls": calls, "wall_s": round(wall, 3), "share_of_ideal": _share_of_ideal(calls, latency_s, jobs, wall)}
 
 
 def bench_throughput(suite: str, cases: int, jobs: int, latency_s: float) -> dict:
@@ -140,34 +152,12 @@ def bench_throughput(suite: str, cases: int, jobs: int, latency_s: float) -> dic
     try:
         with tempfile.TemporaryDirectory() as tmp:
             # Warm-up: import litellm and open its HTTP client before the clock starts.
-            warm = EvalConfig(
-                suites=[suite],
-                model="openai/stub",
-                api_base=url,
-                jobs=jobs,
-                limit=jobs,
-                cache=False,
-                evals_dir=str(REPO / "evals"),
-                runs_dir=tmp,
-                harness_path=str(REPO / "harnesses" / "livecommerce"),
-            )
-            run_eval(warm)
-            cfg = EvalConfig(
-                suites=[suite],
-                model="openai/stub",
-                api_base=url,
-                jobs=jobs,
-                limit=cases,
-                cache=False,
-                evals_dir=str(REPO / "evals"),
-                runs_dir=tmp,
-                harness_path=str(REPO / "harnesses" / "livecommerce"),
-            )
+            served = {"model": "openai/stub", "api_base": url}
+            run_eval(_eval_config(suite, jobs, jobs, tmp, **served))
             t0 = time.perf_counter()
-            outcome = run_eval(cfg)
+            outcome = run_eval(_eval_config(suite, cases, jobs, tmp, **served))
             wall = time.perf_counter() - t0
-            # Every model call of every episode, as the records show them.
-            calls = sum(len((r.record or {}).get("model_steps") or []) for r in outcome.store.results())
+            calls = _model_calls(outcome)
             runner_alone = bench_runner_alone(suite, cases, jobs, latency_s, tmp)
         baseline = bench_litellm_alone(url, calls, jobs, latency_s)
     finally:
