@@ -63,7 +63,6 @@ def start_stub_process(latency_s: float) -> tuple[str, subprocess.Popen]:
 def bench_litellm_alone(url: str, calls: int, jobs: int, latency_s: float) -> dict:
     """The baseline: the same number of calls through the served backend (litellm) alone, with
     no runtime, scoring or records around them."""
-    import asyncio
 
     from harnessctl.models.base import GenerationSettings
     from harnessctl.models.litellm_backend import LiteLLMModel

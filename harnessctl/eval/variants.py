@@ -36,6 +36,7 @@ from typing import Any
 
 from harnessctl.augment import feasibility
 from harnessctl.augment import variants as hsa  # make_variant looked up when called: a replacement takes effect
+from harnessctl.augment.feasibility import harness_fingerprint
 from harnessctl.harness import build_harness
 from harnessctl.harness.save import render_harness_files
 from harnessctl.harness.yamlio import parse_yaml_data
@@ -134,11 +135,6 @@ def rebuild_command(evals_dir: str | Path = "evals") -> str:
     """
     where = "" if Path(evals_dir) == Path("evals") else f" --evals-dir {evals_dir}"
     return f"harnessctl eval build-suites --suite variant{where}"
-
-
-def harness_fingerprint(h: Any) -> str:
-    """A content hash of a harness, its folder left out (the one HSA records for its sources)."""
-    return feasibility.harness_fingerprint(h)
 
 
 def harness_documents(h: Any) -> dict[str, dict[str, Any]]:
