@@ -146,13 +146,91 @@ def decision_cuts(rows: list[dict[str, Any]], share: float) -> list[dict[str, An
 MAX_DECISION_COPIES = 8
 
 
+def first_call(row: dict[str, Any]) -> str:
+    """The row's first assistant tool call as ``name(arguments)`` ("" when it calls none): under one
+    harness, the decision a cut row teaches (which skill to load, which tool to call first).
+
+    >>> first_call({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "",
+    ...   "tool_calls": [{"function": {"name": "load_skill", "arguments": {"name": "stock"}}}]}], "tools": []})
+    'load_skill({"name": "stock"})'
+    """
+    turn = next(m for m in row["messages"] if m.get("role") == "assistant")
+    calls = turn.get("tool_calls") or []
+    if not calls:
+        return ""
+    fn = calls[0].get("function") or {}
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            pass
+    return f"{fn.get('name', '')}({json.dumps(args, sort_keys=True)})"
+
+
+def balanced_decision_chats(cuts: list[dict[str, Any]], viewers: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Cut rows joined ``viewers`` to a chat under their harness so that, within each harness, every
+    first call is equally frequent and no chat repeats one (up to as many viewers as the harness has
+    distinct first calls). The harness keeps its number of cut viewers: a rare call reuses its rows,
+    a common one leaves some of its own out.
+
+    Why: a decision chat with the frequency of the cases teaches the common skills as a prior (a
+    checkpoint that quotes ``stock_and_size`` whatever the viewer asked), and a chat that repeats a
+    call lets later viewers copy an earlier answer instead of reading the listing. With each call once
+    per chat and all calls equally often, only the viewer's words tell which line is right.
+
+    >>> def cut(q, skill):
+    ...     call = {"function": {"name": "load_skill", "arguments": {"name": skill}}}
+    ...     return {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": q},
+    ...             {"role": "assistant", "content": "", "tool_calls": [call]}], "tools": []}
+    >>> cuts = [cut("q1", "a"), cut("q2", "a"), cut("q3", "a"), cut("q4", "b")]
+    >>> chats = balanced_decision_chats(cuts, viewers=4)
+    >>> [sorted(m["content"] for m in c["messages"] if m["role"] == "user") for c in chats]
+    [['q1', 'q4'], ['q3', 'q4']]
+    """
+    rng = random.Random(seed)
+    groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    for row in cuts:
+        first = row["messages"][0]
+        system = first.get("content") or "" if first.get("role") == "system" else ""
+        key = (system, json.dumps(row["tools"], sort_keys=True))
+        groups.setdefault(key, {}).setdefault(first_call(row), []).append(row)
+    chats = []
+    for by_call in groups.values():
+        buckets = list(by_call.values())
+        for bucket in buckets:
+            rng.shuffle(bucket)
+        width = min(viewers, len(buckets))
+        # As many cut viewers as the harness had, each call equally often: rare calls reuse their
+        # rows, common ones use some of theirs. A round is one pass over the calls in a fresh order.
+        rounds = -(-sum(len(b) for b in buckets) // len(buckets))
+        parts = -(-len(buckets) // width)  # chats per round, as even as the calls allow
+        for turn in range(rounds):
+            picks = [b[turn % len(b)] for b in buckets]
+            rng.shuffle(picks)
+            for part in range(parts):
+                chunk = picks[part::parts]
+                messages = list(chunk[0]["messages"])
+                for row in chunk[1:]:
+                    rest = row["messages"]
+                    messages.extend(rest[1:] if rest[0].get("role") == "system" else rest)
+                chats.append({"messages": messages, "tools": chunk[0]["tools"]})
+    return chats
+
+
 def training_chats(
-    rows: list[dict[str, Any]], *, viewers_per_row: int = 1, decision_rows: float = 0.0, decision_viewers: int = 0
+    rows: list[dict[str, Any]],
+    *,
+    viewers_per_row: int = 1,
+    decision_rows: float = 0.0,
+    decision_viewers: int = 0,
+    decision_balance: bool = False,
 ) -> tuple[list[dict[str, Any]], int]:
     """The chats one SFT stage trains on, and how many of them are decision chats: ``rows`` joined
     ``viewers_per_row`` to a chat (:func:`join_viewer_rows`), then the :func:`decision_cuts` of a
     share ``decision_rows`` of them joined ``decision_viewers`` to a chat under their harness
-    (0: as many as ``viewers_per_row``).
+    (0: as many as ``viewers_per_row``); with ``decision_balance``, joined by
+    :func:`balanced_decision_chats` instead.
 
     Why join the cuts: a cut viewer is its question and its first call, ~60-100 tokens against the
     harness's ~640; sixteen under one harness put sixteen choices in the tokens one whole viewer
@@ -171,7 +249,8 @@ def training_chats(
         # Copies of one row would sit side by side and join into the same chats: a seeded shuffle
         # puts each copy among other viewers (the joining keeps each harness's rows together).
         random.Random(0).shuffle(cuts)
-    decisions = join_viewer_rows(cuts, decision_viewers or viewers_per_row)
+    width = decision_viewers or viewers_per_row
+    decisions = balanced_decision_chats(cuts, width) if decision_balance else join_viewer_rows(cuts, width)
     return whole + decisions, len(decisions)
 
 

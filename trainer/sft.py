@@ -116,6 +116,7 @@ def train_sft(cfg: SFTStageConfig, *, resume: bool = False, progress: bool = Tru
         viewers_per_row=cfg.viewers_per_row,
         decision_rows=cfg.decision_rows,
         decision_viewers=cfg.decision_viewers,
+        decision_balance=cfg.decision_balance,
     )
     kept, info = fit_rows(training_rows, tokenizer, model, cfg.max_length, cfg.max_truncated_share)
     if cfg.viewers_per_row > 1:

@@ -60,6 +60,13 @@ class SFTStageConfig(TrainConfig):
             "reading of the harness); 0: viewers_per_row."
         },
     )
+    decision_balance: bool = field(
+        default=False,
+        metadata={
+            "help": "Join the cut rows so that, under each harness, every first call is equally frequent and "
+            "no decision chat repeats one (the viewer's words, not the commonest skill, tell the line)."
+        },
+    )
 
     stage = "sft"
 

@@ -90,6 +90,14 @@ def hat(
             "on this machine (a few minutes) and project the plan's time against the 90-minute budget.",
         ),
     ] = False,
+    replan: Annotated[
+        bool,
+        typer.Option(
+            "--replan",
+            help="Continue with changed stage fields (--set distill.max_steps=20) for stages none of whose arms has "
+            "started; recorded in the study's plan-changes.jsonl.",
+        ),
+    ] = False,
 ) -> None:
     """Run (or continue) the HAT study: base, fixed-SFT, HSA-SFT, HSA-SFT+OPD, HAT.
 
@@ -115,6 +123,7 @@ def hat(
             eval_only=eval_only,
             only_arms=arm,
             train_jobs=train_jobs,
+            replan=replan,
         )
     if as_json:
         print_json(results)

@@ -489,6 +489,18 @@ def plan_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
 
 
+def changed_stages(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The stages (and second phases) whose fields differ between two plans' dicts.
+
+    >>> changed_stages({"stage_overrides": {"sft": {"max_steps": "600"}, "rl": {}}},
+    ...                {"stage_overrides": {"sft": {"max_steps": 300}, "rl": {}}})
+    ['sft']
+    """
+    before = _normal(old).get("stage_overrides") or {}
+    after = _normal(new).get("stage_overrides") or {}
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
 def plan_options(plan: dict[str, Any]) -> list[str]:
     """The ``experiment hat`` options that make this plan: its preset, seed and ablations, and a
     ``--set`` for each field that differs from the preset's. A refused resume names them.

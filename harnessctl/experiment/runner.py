@@ -64,8 +64,10 @@ from .plan import (
     Arm,
     PlanError,
     StudyPlan,
+    changed_stages,
     plan_differences,
     plan_options,
+    study_phases,
 )
 from .report import render_report
 from .results import arm_metrics, judge_goals, markdown_table
@@ -79,10 +81,12 @@ FREE_FIELDS = ("ablations", "eval_jobs")
 FINAL_ARM = "hat"
 
 
-def open_study(plan: StudyPlan, root: str | Path) -> Path:
+def open_study(plan: StudyPlan, root: str | Path, *, replan: bool = False) -> Path:
     """Create the study folder with its plan, or check that an existing one was started with the
     same plan (adding ``ablations`` to a finished study is allowed: it only adds arms; ``eval_jobs``
-    may change: how many episodes run at once changes no result)."""
+    may change: how many episodes run at once changes no result). With ``replan``, a stage's fields
+    (``--set sft.max_steps=...``) may also change while no arm of that stage has started: the change
+    is recorded in ``plan-changes.jsonl`` and the arms that train later use it."""
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise StudyError(f"{root}: is a file; pass --out with a folder and --id with a new name")
@@ -95,15 +99,48 @@ def open_study(plan: StudyPlan, root: str | Path) -> Path:
             {k: v for k, v in new.items() if k not in FREE_FIELDS},
         )
         if diffs:
-            raise StudyError(
-                f"{root / PLAN_FILE}: this study was started with another plan ({'; '.join(diffs[:3])}); "
-                f"continue it with the options it was started with ({_started_with(old)}), or choose another --id"
-            )
+            changed = _untrained_stage_changes(old, new, plan, root)
+            if changed is None or not replan:
+                hint = " (or pass --replan: only stage fields of arms not started differ)" if changed else ""
+                raise StudyError(
+                    f"{root / PLAN_FILE}: this study was started with another plan ({'; '.join(diffs[:3])}); "
+                    f"continue it with the options it was started with ({_started_with(old)}){hint}, "
+                    "or choose another --id"
+                )
+            with open(root / PLAN_CHANGES_FILE, "a", encoding="utf-8") as f:
+                f.write(
+                    json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "stages": changed, "changes": diffs}) + "\n"
+                )
     elif root.is_dir() and any(root.iterdir()):
         raise StudyError(f"{root}: not empty and holds no {PLAN_FILE}; choose another --id or --out")
     root.mkdir(parents=True, exist_ok=True)
     _write_json(root / PLAN_FILE, new)
     return root
+
+
+#: Where a study records the stage fields it changed before their arms trained (one JSON per change).
+PLAN_CHANGES_FILE = "plan-changes.jsonl"
+
+
+def _untrained_stage_changes(old: dict[str, Any], new: dict[str, Any], plan: StudyPlan, root: Path) -> list[str] | None:
+    """The stages (or second phases) whose fields differ between ``old`` and ``new``, when nothing
+    else differs and no arm that trains them has started under ``root``; None otherwise (the change
+    would mix two plans in one arm, or change a result already on disk)."""
+    rest = plan_differences(
+        {k: v for k, v in old.items() if k not in (*FREE_FIELDS, "stage_overrides")},
+        {k: v for k, v in new.items() if k not in (*FREE_FIELDS, "stage_overrides")},
+    )
+    if rest:
+        return None
+    stages = changed_stages(old, new)
+    phases = {p.name: p.stage for p in study_phases().values()}
+    for stage in stages:
+        core = phases.get(stage, stage)
+        for arm in plan.arms():
+            arm_dir = root / "arms" / arm.name
+            if arm.stage == core and arm_dir.is_dir() and any(arm_dir.iterdir()):
+                return None
+    return stages
 
 
 def _started_with(plan: dict[str, Any]) -> str:
@@ -483,6 +520,7 @@ def run_study(
     eval_only: bool = False,
     only_arms: list[str] | None = None,
     train_jobs: int = 1,
+    replan: bool = False,
 ) -> dict[str, Any]:
     """Run (or continue) the study ``plan`` describes under ``root``; writes ``results.json``,
     ``results.md`` and ``report.html`` and returns the results.
@@ -500,7 +538,10 @@ def run_study(
     arms with the same parent (fixed-SFT and HSA-SFT) can then train at once, one process each.
 
     ``train_jobs`` above 1 trains up to that many arms whose parent is trained at once, each in a
-    process of its own (:mod:`~harnessctl.experiment.side_by_side`)."""
+    process of its own (:mod:`~harnessctl.experiment.side_by_side`).
+
+    ``replan`` lets a continued study change the fields of stages none of whose arms has started
+    (:func:`open_study`)."""
     if train_only and eval_only:
         raise StudyError("--train-only and --eval-only exclude each other; pass one of them, or neither")
     if only_arms and not train_only:
@@ -525,7 +566,7 @@ def run_study(
             phase_config(plan, arm, root, phase)
     chosen = _chosen_arms(arms, only_arms, root)
     check_inputs(plan, suites=not train_only)
-    root = open_study(plan, root)
+    root = open_study(plan, root, replan=replan)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
     data: dict[str, Any] = _read_json(root / "data" / "study-data.json") or {}
     if any(a.stage == "sft" for a in pending) or not data:

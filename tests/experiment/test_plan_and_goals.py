@@ -340,3 +340,30 @@ def test_a_study_can_have_both_datasets_quote_the_skill_they_load(tmp_path):
         assert spec["quote_skills"] is True, name
         rows = [json.loads(x) for x in (root / "data" / name / "train.jsonl").read_text().splitlines()]
         assert any((m.get("content") or "").startswith("<think>") for r in rows for m in r["messages"]), name
+
+
+def test_replan_changes_the_fields_of_stages_whose_arms_have_not_started_and_records_it(tmp_path):
+    import json
+
+    from harnessctl.experiment.arms import StudyError
+    from harnessctl.experiment.runner import open_study
+
+    folder = tmp_path / "s"
+    open_study(apply_overrides(full_plan(), ["sft.max_steps=100"]), folder)
+    (folder / "arms" / "hsa-sft").mkdir(parents=True)
+    (folder / "arms" / "hsa-sft" / "train.log").write_text("step 1\n")
+    later = apply_overrides(full_plan(), ["sft.max_steps=100", "distill.max_steps=20"])
+    # without --replan a changed plan is refused, and the message says --replan would take it
+    with pytest.raises(StudyError, match="--replan"):
+        open_study(later, folder)
+    open_study(later, folder, replan=True)  # no distill arm has started: taken
+    assert json.loads((folder / "plan.json").read_text())["stage_overrides"]["distill"]["max_steps"] == "20"
+    change = json.loads((folder / "plan-changes.jsonl").read_text().splitlines()[-1])
+    assert change["stages"] == ["distill"] and "distill" in change["changes"][0]
+    # an SFT arm has started: its stage's fields are fixed, --replan or not, and no hint is given
+    with pytest.raises(StudyError, match="another plan") as refused:
+        open_study(apply_overrides(later, ["sft.max_steps=200"]), folder, replan=True)
+    assert "--replan" not in str(refused.value)
+    # a plan field outside the stages (the data) is never replanned
+    with pytest.raises(StudyError, match="data_n"):
+        open_study(apply_overrides(later, ["data_n=50"]), folder, replan=True)

@@ -239,3 +239,33 @@ def test_stage_0_draws_random_batches_and_sft_batches_by_length(tiny_model_path,
     sft_cfg = SFTStageConfig(out=str(tmp_path / "sft"), model=str(tiny_model_path), per_device_batch_size=2)
     sft = sft_trainer(model, tokenizer, rows, sft_cfg, info["max_length"])
     assert isinstance(sft._get_train_sampler(), LengthGroupedSampler)
+
+
+def test_balanced_decision_chats_give_every_first_call_equal_weight_and_never_repeat_one_in_a_chat(trajectories_dir):
+    from trainer.data import first_call
+
+    rows = read_chat_rows(trajectories_dir, "train")
+    cuts = decision_cuts(rows, 2.0)
+    chats, n = training_chats(rows, decision_rows=2.0, decision_viewers=6, decision_balance=True)
+    decisions = chats[len(rows) :]
+    assert n == len(decisions) and chats[: len(rows)] == rows
+
+    def harness(row):
+        return (row["messages"][0]["content"], json.dumps(row["tools"], sort_keys=True))
+
+    def viewers(chat):
+        msgs = chat["messages"]
+        return [{"messages": [msgs[0], msgs[i], msgs[i + 1]], "tools": chat["tools"]} for i in range(1, len(msgs), 2)]
+
+    per_harness: dict = {}
+    for chat in decisions:
+        calls = [first_call(v) for v in viewers(chat)]
+        assert len(calls) == len(set(calls)) and len(calls) <= 6  # no call twice in one chat
+        per_harness.setdefault(harness(chat), Counter()).update(calls)
+    cut_counts = Counter(harness(c) for c in cuts)
+    for key, counts in per_harness.items():
+        distinct = {first_call(c) for c in cuts if harness(c) == key}
+        assert set(counts) == distinct  # every call of the harness is taught
+        assert max(counts.values()) - min(counts.values()) <= 1  # and equally often
+        # as many cut viewers as the harness had, up to one round of the calls
+        assert cut_counts[key] <= sum(counts.values()) < cut_counts[key] + len(distinct)
