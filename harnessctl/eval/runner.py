@@ -48,7 +48,7 @@ from .cache import CallCache, EvalBackend
 from .ifeval import IFEvalCase, score_response
 from .results import PASS_THRESHOLD, CaseResult
 from .store import RunError, RunStore
-from .suites import AGENT_SUITES, SUITES, SuiteItem, check_fits, load_suite, sample, suite_info
+from .suites import AGENT_SUITES, SUITES, SuiteItem, check_fits, file_sha256, load_suite, sample, suite_info
 from .summary import summarize
 
 DEFAULT_CACHE = Path(".cache") / "harnessctl" / "model_calls.sqlite"
@@ -811,6 +811,7 @@ async def aresume_eval(
                 f"suite {s} changed since run {store.run_id} started ({config.evals_dir}/{s}.jsonl has another hash); "
                 "start a new run instead of resuming"
             )
+    check_frozen_variants(manifest, store.run_id)
     items = plan(config)
     planned_ids = manifest.get("case_ids") or {}
     for s, v in items.items():
@@ -818,6 +819,23 @@ async def aresume_eval(
             raise RunError(f"the plan of suite {s} differs from run {store.run_id}'s manifest; start a new run")
     store.repair()
     return await arun_items(config, items, store, backend=backend, progress=progress)
+
+
+def check_frozen_variants(manifest: dict[str, Any], run_id: str) -> None:
+    """Refuse to resume a run whose frozen held-out variants changed on disk since it started: its
+    finished cases ran under the old harnesses, the rest would run under new ones."""
+    by_variant = (manifest.get("variants") or {}).get("by_variant") or {}
+    for variant_id, entry in sorted(by_variant.items()):
+        if entry.get("source") != "frozen" or not entry.get("sha256"):
+            continue
+        path = Path(entry.get("file") or "")
+        now = file_sha256(path) if path.is_file() else None
+        if now != entry["sha256"]:
+            state = "is gone" if now is None else "has another hash"
+            raise RunError(
+                f"frozen variant {variant_id} changed since run {run_id} started ({path} {state}); "
+                "start a new run instead of resuming"
+            )
 
 
 def resume_eval(

@@ -231,3 +231,29 @@ def test_a_resolver_without_a_suites_folder_regenerates_and_says_so(hsa_items, c
         "source": "regenerated",
         "why": "no suites folder to read frozen variants from",
     }
+
+
+def test_a_run_whose_frozen_variants_changed_since_it_started_is_not_resumed(tmp_path, hsa_items, no_hsa):
+    from harnessctl.eval.runner import resume_eval
+    from harnessctl.eval.store import RunError
+
+    evals = _evals_copy(tmp_path)
+    config = EvalConfig(
+        suites=["variant"],
+        model="oracle",
+        limit=8,
+        evals_dir=str(evals),
+        runs_dir=str(tmp_path / "runs"),
+        harness_path=str(HARNESS),
+    )
+    outcome = run_eval(config)
+    frozen = outcome.store.manifest["variants"]["by_variant"]
+    variant_id, entry = next(iter(sorted(frozen.items())))
+    resume_eval(outcome.store.root)  # unchanged: resumes (nothing left to run)
+    path = Path(entry["file"])
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # rebuilt, say
+    with pytest.raises(RunError, match=f"frozen variant {variant_id} changed since run .* has another hash"):
+        resume_eval(outcome.store.root)
+    path.unlink()
+    with pytest.raises(RunError, match="is gone"):
+        resume_eval(outcome.store.root)
