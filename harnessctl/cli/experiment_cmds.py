@@ -70,7 +70,8 @@ def hat(
             "--arm",
             metavar="ARM",
             help="With --train-only: train just this arm (repeatable); its parent must be trained. "
-            "Two arms with the same parent can train at once, one command each.",
+            "Two arms with the same parent can train at once, one command each. With --eval-only: "
+            "evaluate just this arm.",
         ),
     ] = None,
     train_jobs: Annotated[
@@ -129,7 +130,7 @@ def hat(
         print_json(results)
     elif "waiting" in results:
         out.print(f"evaluated: {', '.join(results['evaluated']) or 'nothing new'}")
-        out.print(f"not trained yet: {', '.join(results['waiting'])}; rerun --eval-only once they are")
+        out.print(f"not evaluated yet: {', '.join(results['waiting'])}; rerun --eval-only once they are trained")
     elif train_only:
         trained = ", ".join(results["trained"]) or "nothing (every arm was trained before)"
         out.print(f"trained: {trained}")

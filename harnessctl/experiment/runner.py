@@ -536,6 +536,7 @@ def run_study(
 
     ``only_arms`` (with ``train_only``) trains just these arms, whose parents must be trained: two
     arms with the same parent (fixed-SFT and HSA-SFT) can then train at once, one process each.
+    With ``eval_only`` it evaluates just these arms; the others wait.
 
     ``train_jobs`` above 1 trains up to that many arms whose parent is trained at once, each in a
     process of its own (:mod:`~harnessctl.experiment.side_by_side`).
@@ -544,8 +545,8 @@ def run_study(
     (:func:`open_study`)."""
     if train_only and eval_only:
         raise StudyError("--train-only and --eval-only exclude each other; pass one of them, or neither")
-    if only_arms and not train_only:
-        raise StudyError("--arm picks the arms --train-only trains; add --train-only, or drop --arm")
+    if only_arms and not (train_only or eval_only):
+        raise StudyError("--arm picks the arms --train-only trains or --eval-only evaluates; add one, or drop --arm")
     say = say or (lambda _msg: None)
     try:
         import trainer.stages  # noqa: F401 - the study needs the trainer
@@ -564,7 +565,7 @@ def run_study(
         stage_config(plan, arm, root)
         if phase := plan.second_phase(arm.stage):
             phase_config(plan, arm, root, phase)
-    chosen = _chosen_arms(arms, only_arms, root)
+    chosen = _chosen_arms(arms, only_arms, root) if not eval_only else _named_arms(arms, only_arms)
     check_inputs(plan, suites=not train_only)
     root = open_study(plan, root, replan=replan)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
@@ -584,6 +585,10 @@ def run_study(
         for arm in arms:
             if arm in pending and not trained(root, arm):
                 say(f"arm {arm.name}: not trained yet, not evaluated")
+                waiting.append(arm.name)
+                continue
+            if arm in pending and arm not in chosen:
+                say(f"arm {arm.name}: not named by --arm, not evaluated")
                 waiting.append(arm.name)
                 continue
             records.append(run_arm(plan, arm, root, say, progress))
@@ -624,6 +629,15 @@ def train_arms(plan: StudyPlan, arms: list[Arm], root: Path, say: Say, progress:
             raise StudyError(f"arm {left[0].name}: training ended without its model; see arms/{left[0].name}")
         todo = left
     return names
+
+
+def _named_arms(arms: list[Arm], names: list[str] | None) -> list[Arm]:
+    """The arms ``--arm`` names for ``--eval-only`` (all of them when none is named)."""
+    by_name = {a.name: a for a in arms}
+    for name in names or []:
+        if name not in by_name:
+            raise StudyError(f"--arm {name!r}: not an arm of this study; arms are {', '.join(by_name)}")
+    return [a for a in arms if not names or a.name in names]
 
 
 def _chosen_arms(arms: list[Arm], names: list[str] | None, root: Path) -> list[Arm]:

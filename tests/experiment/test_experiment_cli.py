@@ -95,7 +95,7 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         [*cmd, "--eval-only"], check=False, cwd=REPO, env=env(), capture_output=True, text=True, timeout=600
     )
     assert waiting.returncode == 0, waiting.stderr[-3000:]
-    assert "not trained yet: fixed-sft, hsa-sft, hsa-sft-opd, hat" in waiting.stdout
+    assert "not evaluated yet: fixed-sft, hsa-sft, hsa-sft-opd, hat" in waiting.stdout
     assert ": train " not in waiting.stderr and not (out / "mini" / "results.json").exists()
 
     # --train-only --arm trains just the arms named (the killed one continues); an arm whose
@@ -130,6 +130,15 @@ def test_a_quick_study_killed_after_its_first_arm_resumes_without_retraining_it_
         assert not (out / "mini" / "arms" / name / "eval").exists()
         assert not (out / "mini" / "arms" / name / "arm.json").exists()
     assert not (out / "mini" / "results.json").exists()
+
+    # --eval-only --arm evaluates just the arm named; the others wait
+    one = subprocess.run(
+        [*cmd, "--eval-only", "--arm", "hsa-sft"], check=False, cwd=REPO, env=env(), capture_output=True, text=True
+    )
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert "not evaluated yet: fixed-sft, hsa-sft-opd, hat" in one.stdout
+    assert (out / "mini" / "arms" / "hsa-sft" / "arm.json").is_file()
+    assert not (out / "mini" / "arms" / "fixed-sft" / "arm.json").exists()
 
     # --eval-only now evaluates every trained arm and writes the results
     second = subprocess.run(
@@ -329,8 +338,9 @@ def test_the_estimate_times_evaluation_on_the_shipped_hat_only_where_it_is_the_p
         (["--set", "rl.max_steps=lots"], "rl.max_steps: expected a number"),
         (["--set", "eval_limit=lots"], "expected a whole number"),
         (["--id", "../up"], "--id"),
-        (["--arm", "base"], "add --train-only"),
+        (["--arm", "base"], "--train-only trains or --eval-only evaluates"),
         (["--train-only", "--arm", "nope"], "not an arm of this study"),
+        (["--eval-only", "--arm", "nope"], "not an arm of this study"),
         (["--estimate", "--train-only"], "--estimate trains nothing"),
         # found before the first arm trains, not at its first evaluation
         (["--set", "evals_dir=no-suites-here"], "no-suites-here/livestream.jsonl: suite file missing"),
