@@ -101,13 +101,17 @@ def join_viewer_rows(rows: list[dict[str, Any]], viewers_per_row: int) -> list[d
     joined = []
     for members in groups.values():
         for start in range(0, len(members), viewers_per_row):
-            chunk = members[start : start + viewers_per_row]
-            messages = list(chunk[0]["messages"])
-            for row in chunk[1:]:
-                rest = row["messages"]
-                messages.extend(rest[1:] if rest[0].get("role") == "system" else rest)
-            joined.append({"messages": messages, "tools": chunk[0]["tools"]})
+            joined.append(_one_chat(members[start : start + viewers_per_row]))
     return joined
+
+
+def _one_chat(chunk: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rows of one harness as one chat: the first row whole, the others' turns after its system turn."""
+    messages = list(chunk[0]["messages"])
+    for row in chunk[1:]:
+        rest = row["messages"]
+        messages.extend(rest[1:] if rest[0].get("role") == "system" else rest)
+    return {"messages": messages, "tools": chunk[0]["tools"]}
 
 
 def decision_cuts(rows: list[dict[str, Any]], share: float) -> list[dict[str, Any]]:
@@ -208,13 +212,7 @@ def balanced_decision_chats(cuts: list[dict[str, Any]], viewers: int, seed: int 
         for turn in range(rounds):
             picks = [b[turn % len(b)] for b in buckets]
             rng.shuffle(picks)
-            for part in range(parts):
-                chunk = picks[part::parts]
-                messages = list(chunk[0]["messages"])
-                for row in chunk[1:]:
-                    rest = row["messages"]
-                    messages.extend(rest[1:] if rest[0].get("role") == "system" else rest)
-                chats.append({"messages": messages, "tools": chunk[0]["tools"]})
+            chats.extend(_one_chat(picks[part::parts]) for part in range(parts))
     return chats
 
 
