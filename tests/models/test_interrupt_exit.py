@@ -12,8 +12,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+# Ctrl-C as in a terminal, even where the tests run with SIGINT ignored (a background job: its
+# children inherit that, and Python then installs no KeyboardInterrupt handler).
 BUSY = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from harnessctl.models.batching import RequestBatcher
 b = RequestBatcher(lambda xs: [time.sleep(60) for _ in xs], name="busy")
 future = b.submit("x", None)
