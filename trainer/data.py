@@ -95,14 +95,19 @@ def join_viewer_rows(rows: list[dict[str, Any]], viewers_per_row: int) -> list[d
         return rows
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
-        first = row["messages"][0]
-        system = first.get("content") or "" if first.get("role") == "system" else ""
-        groups.setdefault((system, json.dumps(row["tools"], sort_keys=True)), []).append(row)
+        groups.setdefault(_harness_key(row), []).append(row)
     joined = []
     for members in groups.values():
         for start in range(0, len(members), viewers_per_row):
             joined.append(_one_chat(members[start : start + viewers_per_row]))
     return joined
+
+
+def _harness_key(row: dict[str, Any]) -> tuple[str, str]:
+    """What makes two rows answered under the same harness: their system prompt and tool specs."""
+    first = row["messages"][0]
+    system = first.get("content") or "" if first.get("role") == "system" else ""
+    return system, json.dumps(row["tools"], sort_keys=True)
 
 
 def _one_chat(chunk: list[dict[str, Any]]) -> dict[str, Any]:
@@ -195,10 +200,7 @@ def balanced_decision_chats(cuts: list[dict[str, Any]], viewers: int, seed: int 
     rng = random.Random(seed)
     groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
     for row in cuts:
-        first = row["messages"][0]
-        system = first.get("content") or "" if first.get("role") == "system" else ""
-        key = (system, json.dumps(row["tools"], sort_keys=True))
-        groups.setdefault(key, {}).setdefault(first_call(row), []).append(row)
+        groups.setdefault(_harness_key(row), {}).setdefault(first_call(row), []).append(row)
     chats = []
     for by_call in groups.values():
         buckets = list(by_call.values())

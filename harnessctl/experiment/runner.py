@@ -565,7 +565,7 @@ def run_study(
         stage_config(plan, arm, root)
         if phase := plan.second_phase(arm.stage):
             phase_config(plan, arm, root, phase)
-    chosen = _chosen_arms(arms, only_arms, root) if not eval_only else _named_arms(arms, only_arms)
+    chosen = _chosen_arms(arms, only_arms, root, parents_trained=not eval_only)
     check_inputs(plan, suites=not train_only)
     root = open_study(plan, root, replan=replan)
     pending = [a for a in arms if (_read_json(root / "arms" / a.name / ARM_FILE) or {}).get("status") != "done"]
@@ -631,17 +631,9 @@ def train_arms(plan: StudyPlan, arms: list[Arm], root: Path, say: Say, progress:
     return names
 
 
-def _named_arms(arms: list[Arm], names: list[str] | None) -> list[Arm]:
-    """The arms ``--arm`` names for ``--eval-only`` (all of them when none is named)."""
-    by_name = {a.name: a for a in arms}
-    for name in names or []:
-        if name not in by_name:
-            raise StudyError(f"--arm {name!r}: not an arm of this study; arms are {', '.join(by_name)}")
-    return [a for a in arms if not names or a.name in names]
-
-
-def _chosen_arms(arms: list[Arm], names: list[str] | None, root: Path) -> list[Arm]:
-    """The arms ``--arm`` names (all of them when none is named); each parent must be trained."""
+def _chosen_arms(arms: list[Arm], names: list[str] | None, root: Path, *, parents_trained: bool = True) -> list[Arm]:
+    """The arms ``--arm`` names (all of them when none is named); with ``parents_trained`` (arms
+    to train) each parent must be trained or named too."""
     if not names:
         return arms
     by_name = {a.name: a for a in arms}
@@ -649,7 +641,7 @@ def _chosen_arms(arms: list[Arm], names: list[str] | None, root: Path) -> list[A
         if name not in by_name:
             raise StudyError(f"--arm {name!r}: not an arm of this study; arms are {', '.join(by_name)}")
         parent = by_name[name].parent
-        if parent and parent not in names and not trained(root, by_name[parent]):
+        if parents_trained and parent and parent not in names and not trained(root, by_name[parent]):
             raise StudyError(
                 f"--arm {name}: its parent arm {parent} is not trained yet; train it first (--arm {parent}) "
                 "or name both"
